@@ -1,0 +1,57 @@
+# Setup and CI entry points. `make setup` builds everything from a bare Debian
+# 12 machine with python3 and is cheap to repeat: when nothing changed it only
+# asks dpkg about three packages and finds two stamps up to date.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+VENV_PY := $(VENV)/bin/python
+# Touched after a successful pip install; redone whenever pyproject.toml is newer.
+PIP_STAMP := $(VENV)/.pip-install.stamp
+# nltk.download() cannot work offline; scripts/build_nltk_data.py builds this.
+export NLTK_DATA := $(CURDIR)/.nltk_data
+# CI has no stdin: pip must never prompt.
+export PIP_NO_INPUT := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+# Sources of the NLTK data (WordNet 3.0, Snowball English stop words).
+DEB_PACKAGES := wordnet-base wordnet-sense-index liblingua-stopwords-perl
+APT_GET ?= apt-get
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: setup test demo deb-packages nltk-data
+
+setup: deb-packages $(PIP_STAMP) nltk-data
+
+# `apt-get update` only when something is missing: it is the slow part.
+deb-packages:
+	@missing=(); \
+	for p in $(DEB_PACKAGES); do \
+	  [[ "$$(dpkg -s "$$p" 2>/dev/null)" == *"Status: install ok installed"* ]] || missing+=("$$p"); \
+	done; \
+	if (( $${#missing[@]} )); then \
+	  echo "Installing Debian packages: $${missing[*]}"; \
+	  $(SUDO) $(APT_GET) update -qq; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -qq --no-install-recommends "$${missing[@]}"; \
+	fi
+
+$(VENV_PY):
+	$(PYTHON) -m venv $(VENV)
+
+# The venv's bundled pip 23 installs a trafilatura that cannot import (it
+# misses lxml_html_clean), so pip is upgraded before anything else.
+$(PIP_STAMP): pyproject.toml | $(VENV_PY)
+	$(VENV_PY) -m pip install -q --upgrade pip
+	$(VENV_PY) -m pip install -q -e '.[test,es]'
+	touch $@
+
+nltk-data: deb-packages $(PIP_STAMP)
+	$(VENV_PY) scripts/build_nltk_data.py $(NLTK_DATA)
+
+test: setup
+	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(VENV_PY) -m crawler.demo
