@@ -1,0 +1,41 @@
+"""Bit helpers on unsigned 64-bit fingerprints, vectorised with numpy."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["MASK64", "hamming", "to_uint64", "to_hex", "from_hex"]
+
+MASK64 = (1 << 64) - 1
+
+
+def to_uint64(values) -> np.ndarray:
+    """Return ``values`` as a 1-d ``uint64`` array; Python ints must fit in 64 bits."""
+    if isinstance(values, np.ndarray):
+        if values.dtype == np.uint64:
+            return values.reshape(-1)
+        if values.dtype == np.int64:
+            return values.view(np.uint64).reshape(-1)
+    seq = [values] if isinstance(values, int) else list(values)
+    for v in seq:
+        if not 0 <= int(v) <= MASK64:
+            raise ValueError(f"fingerprint must be an unsigned 64-bit integer (got {v!r})")
+    return np.array(seq, dtype=np.uint64)
+
+
+def hamming(a, b) -> np.ndarray:
+    """Number of differing bits between ``a`` and ``b`` (broadcasting uint64 arrays)."""
+    a = a if isinstance(a, np.ndarray) and a.dtype == np.uint64 else to_uint64(a)
+    b = b if isinstance(b, np.ndarray) and b.dtype == np.uint64 else to_uint64(b)
+    return np.bitwise_count(np.bitwise_xor(a, b)).astype(np.int64)
+
+
+def to_hex(fingerprint: int) -> str:
+    """A 64-bit fingerprint as 16 lowercase hex digits."""
+    return f"{int(fingerprint) & MASK64:016x}"
+
+
+def from_hex(text: str) -> int:
+    value = int(text, 16)
+    if not 0 <= value <= MASK64:
+        raise ValueError(f"not a 64-bit fingerprint: {text!r}")
+    return value

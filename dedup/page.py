@@ -1,0 +1,118 @@
+"""Page features from HTML: the tagged fields that TDW weights, and the main text.
+
+:func:`parse_page` is the single entry point from HTML (bytes or str) plus the page
+URL to a :class:`Page`. It never raises on bad markup: an unparseable or empty page
+gives a Page with empty fields and ``extraction`` saying why.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, unquote
+
+import lxml.etree
+import lxml.html
+
+from .encoding import decode_html
+from .extract import main_text
+from .text import split_sentences
+
+__all__ = ["Page", "parse_page", "url_tokens"]
+
+_WS = re.compile(r"\s+")
+_URL_SPLIT = re.compile(r"[^\w]+|_", re.UNICODE)
+_URL_NOISE = {"http", "https", "www", "html", "htm", "php", "asp", "aspx", "jsp", "shtml", "index"}
+
+
+@dataclass
+class Page:
+    """The fields of one page, as plain text."""
+
+    url: str
+    title: str = ""
+    keywords: str = ""
+    description: str = ""
+    headings: list[tuple[int, str]] = field(default_factory=list)
+    bold: list[str] = field(default_factory=list)
+    anchors_same: list[str] = field(default_factory=list)
+    anchors_other: list[str] = field(default_factory=list)
+    anchor_count: int = 0
+    url_tokens: list[str] = field(default_factory=list)
+    text: str = ""
+    sentences: list[str] = field(default_factory=list)
+    encoding: str = ""
+    extraction: str = ""
+    html_length: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not self.text.strip()
+
+
+def _clean(text: str | None) -> str:
+    return _WS.sub(" ", text or "").strip()
+
+
+def url_tokens(url: str) -> list[str]:
+    """Words of a URL's host, path and query, lowercased, without scheme noise."""
+    parts = urlsplit(url)
+    raw = " ".join((parts.hostname or "", unquote(parts.path), unquote(parts.query)))
+    return [t for t in _URL_SPLIT.split(raw.lower()) if t and t not in _URL_NOISE and not t.isdigit()]
+
+
+def _host(url: str) -> str:
+    host = (urlsplit(url).hostname or "").lower()
+    return host[4:] if host.startswith("www.") else host
+
+
+def parse_page(html: bytes | str, url: str, *, content_type: str | None = None) -> Page:
+    """Extract a :class:`Page` from ``html`` fetched from ``url``."""
+    text, encoding = decode_html(html, content_type)
+    page = Page(url=url, encoding=encoding, html_length=len(text), url_tokens=url_tokens(url))
+    if not text.strip():
+        page.extraction = "empty"
+        return page
+    try:
+        # comments removed: trafilatura's readability fallback fails on HtmlComment nodes
+        tree = lxml.html.document_fromstring(text, parser=_PARSER)
+    except (lxml.etree.ParserError, ValueError):
+        # lxml refuses str with an encoding declaration and empty documents
+        try:
+            tree = lxml.html.document_fromstring(text.encode("utf-8"), parser=_UTF8_PARSER)
+        except (lxml.etree.ParserError, ValueError):
+            page.extraction = "unparseable"
+            return page
+    _fields(tree, page)
+    page.text, page.extraction = main_text(tree, text)
+    page.sentences = split_sentences(page.text)
+    return page
+
+
+_PARSER = lxml.html.HTMLParser(remove_comments=True)
+_UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True)
+
+
+def _fields(tree: lxml.html.HtmlElement, page: Page) -> None:
+    titles = tree.xpath("//title")
+    page.title = _clean(titles[0].text_content()) if titles else ""
+    for meta in tree.xpath("//meta[@name]"):
+        name = (meta.get("name") or "").lower()
+        if name == "keywords" and not page.keywords:
+            page.keywords = _clean(meta.get("content"))
+        elif name == "description" and not page.description:
+            page.description = _clean(meta.get("content"))
+    for el in tree.xpath("//h1|//h2|//h3|//h4|//h5|//h6"):
+        heading = _clean(el.text_content())
+        if heading:
+            page.headings.append((int(el.tag[1]), heading))
+    page.bold = [b for b in (_clean(el.text_content()) for el in tree.xpath("//b|//strong")) if b]
+    own = _host(page.url)
+    anchors = tree.xpath("//a[@href]")
+    page.anchor_count = len(anchors)
+    for a in anchors:
+        label = _clean(a.text_content())
+        if not label:
+            continue
+        href = (a.get("href") or "").strip()
+        host = _host(href) if "//" in href[:8] or href.startswith("//") else own
+        (page.anchors_same if host == own else page.anchors_other).append(label)

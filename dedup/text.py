@@ -1,0 +1,173 @@
+"""Normalisation: tokens, stop words, word mapping (WordNet) and Porter stemming.
+
+Tokenisation is Unicode-aware: words are runs of letters/digits in any script;
+runs of CJK characters (which carry no spaces) become overlapping character
+bigrams, so a Chinese or Japanese page does not collapse to nothing.
+
+NLTK data (WordNet, the Snowball English stop words, punkt) is looked up under
+``NLTK_DATA``/``nltk.data.path`` and the repository's ``.nltk_data`` folder that
+``make setup`` builds. Missing WordNet switches word mapping off with one warning;
+missing stop words or punkt fall back to a built-in list / a regex splitter, also
+with one warning.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+
+__all__ = ["tokenize", "split_sentences", "Normalizer", "nltk_data_paths"]
+
+logger = logging.getLogger(__name__)
+
+# Han, Hiragana, Katakana, Hangul syllables, CJK compatibility: scripts written without spaces
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_CJK_RUN = re.compile(rf"[{_CJK}]")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u00C0-\u024F" + _CJK + r"])")
+
+_REPO_DATA = Path(__file__).resolve().parent.parent / ".nltk_data"
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str, *args: object) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message, *args)
+
+
+def nltk_data_paths() -> list[str]:
+    """Where NLTK data is looked for: NLTK_DATA, then the repo's ``.nltk_data``."""
+    paths = [p for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+    if _REPO_DATA.is_dir():
+        paths.append(str(_REPO_DATA))
+    return paths
+
+
+def _nltk():
+    import nltk
+
+    for path in nltk_data_paths():
+        if path not in nltk.data.path:
+            nltk.data.path.append(path)
+    return nltk
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased word tokens; CJK runs become character bigrams (a lone character stays)."""
+    out: list[str] = []
+    for tok in _TOKEN.findall(text.lower()):
+        if _CJK_RUN.match(tok):
+            out.extend([tok] if len(tok) == 1 else [tok[i : i + 2] for i in range(len(tok) - 1)])
+        else:
+            out.append(tok.replace("’", "'"))
+    return out
+
+
+_punkt = None
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (punkt for English when available, else a regex), one per line kept apart."""
+    global _punkt
+    if _punkt is None:
+        try:
+            nltk = _nltk()
+            nltk.sent_tokenize("Warm up. Please.")
+            _punkt = nltk.sent_tokenize
+        except LookupError:
+            _warn_once("punkt", "punkt sentence model not found; using a regex sentence splitter (run make setup)")
+            _punkt = False
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        parts = _punkt(line) if _punkt else _SENTENCE_END.split(line)
+        out.extend(p.strip() for p in parts if p.strip())
+    return out
+
+
+# Snowball English stop words (BSD licence), used when the NLTK copy is missing.
+_SNOWBALL = """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+she her hers herself it its itself they them their theirs themselves what which who whom this that these
+those am is are was were be been being have has had having do does did doing would should could ought i'm
+you're he's she's it's we're they're i've you've we've they've i'd you'd he'd she'd we'd they'd i'll you'll
+he'll she'll we'll they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't
+wouldn't shan't shouldn't can't cannot couldn't mustn't let's that's who's what's here's there's when's
+where's why's how's a an the and but if or because as until while of at by for with about against between
+into through during before after above below to from up down in out on off over under again further then
+once here there when where why how all any both each few more most other some such no nor not only own same
+so than too very""".split()
+
+
+class Normalizer:
+    """Stop-word removal, word mapping and Porter stemming, with a per-instance cache.
+
+    ``word_mapping``: ``None`` (default) maps words when WordNet is present and warns
+    once when it is not; ``True`` requires WordNet; ``False`` switches it off.
+    """
+
+    def __init__(self, *, word_mapping: bool | None = None, stem: bool = True, stopwords: bool = True) -> None:
+        from nltk.stem.porter import PorterStemmer
+
+        self.stemmer = PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM) if stem else None
+        self.stopwords = frozenset(self._stopwords()) if stopwords else frozenset()
+        self.wordnet = self._wordnet(word_mapping)
+        self._cache: dict[str, str] = {}
+
+    @property
+    def word_mapping(self) -> bool:
+        return self.wordnet is not None
+
+    @staticmethod
+    def _stopwords() -> list[str]:
+        try:
+            return _nltk().corpus.stopwords.words("english")
+        except LookupError:
+            _warn_once("stopwords", "NLTK stop words not found; using the built-in Snowball list")
+            return _SNOWBALL
+
+    @staticmethod
+    def _wordnet(wanted: bool | None):
+        if wanted is False:
+            return None
+        try:
+            wn = _nltk().corpus.wordnet
+            wn.ensure_loaded()
+            return wn
+        except LookupError:
+            if wanted:
+                raise LookupError("word mapping needs WordNet: run `make setup` or set NLTK_DATA") from None
+            _warn_once("wordnet", "WordNet not found: word mapping is off (run `make setup` to build .nltk_data)")
+            return None
+
+    def map_word(self, word: str) -> str:
+        """Seed 002's word mapping: the shortest single-word lowercase lemma of the first synset."""
+        if self.wordnet is None or not word.isalpha():
+            return word
+        synsets = self.wordnet.synsets(word)
+        if not synsets:
+            return word
+        names = [n for n in synsets[0].lemma_names() if n.isalpha() and n.islower()]
+        # ties broken alphabetically so the mapping does not depend on WordNet's lemma order
+        return min(names, key=lambda n: (len(n), n)) if names else word
+
+    def term(self, token: str) -> str:
+        """The normal form of one lowercased token ('' for a stop word)."""
+        cached = self._cache.get(token)
+        if cached is None:
+            if token in self.stopwords:
+                cached = ""
+            else:
+                mapped = self.map_word(token)
+                cached = self.stemmer.stem(mapped) if self.stemmer and mapped.isalpha() else mapped
+            if len(self._cache) < 500_000:
+                self._cache[token] = cached
+        return cached
+
+    def terms(self, text: str) -> list[str]:
+        """Normalised terms of ``text`` in order, stop words removed."""
+        term = self.term
+        return [t for t in map(term, tokenize(text)) if t]
