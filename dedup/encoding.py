@@ -10,7 +10,7 @@ declarations:
    valid UTF-8 sequences by accident);
 3. the declared charset (HTTP header, then ``<meta>``) if it decodes strictly;
    a declared ISO-8859-1/ASCII is read as windows-1252, as browsers do;
-4. windows-1252 when nearly all bytes are ASCII, else charset-normalizer's guess;
+4. windows-1252 when most bytes are ASCII (Latin text: accents are sparse), else charset-normalizer's guess;
 5. windows-1252 with replacement characters, so decoding never fails.
 """
 from __future__ import annotations
@@ -74,10 +74,10 @@ def decode_html(body: bytes | str, content_type: str | None = None) -> tuple[str
             return body.decode(declared), declared
         except (UnicodeDecodeError, LookupError):
             pass
-    # a mostly-ASCII page with a few stray high bytes is western text in practice;
+    # a mostly-ASCII page with some high bytes is western text in practice;
     # statistical guessing on so little evidence picks exotic code pages
     head = body[:200_000]
-    if len(head.translate(None, _ASCII)) <= 0.02 * len(head):
+    if len(head.translate(None, _ASCII)) <= 0.2 * len(head):
         return body.decode("cp1252", "replace"), "cp1252"
     guess = _guess(body)
     if guess:

@@ -1,0 +1,246 @@
+"""The decision: is this page a copy of one already kept, and of which?
+
+Order of tests (first that fires wins):
+
+1. ``content_hash`` — same normalised main text as a kept page: ``exact_duplicate``.
+2. ``title_anchor`` — seed 004: same normalised title and anchor count. Alone it
+   merges distinct pages sharing a template title (search and tag pages), so by
+   default (``title_anchor="confirm"``) it fires only when the shingle resemblance
+   (Jaccard) with that page is >= t1; ``"literal"`` applies seed 004 as written, ``"off"``
+   skips it.
+3. candidates — pages whose TDW simhash is within k bits (bit-permutation tables)
+   plus the ``knn`` nearest multireference-cosine signatures; pruned by seed 002's
+   comparison reducer; verified by word-shingle containment:
+   ``duplicate`` when containment >= t1 and the TDW angle test passes,
+   ``near_duplicate`` when containment >= t2.
+
+Every verdict carries all scores computed for the best candidate, the thresholds
+and the algorithm and reference-text versions, as plain JSON-serialisable data.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from .bits import hamming
+from .features import Features, Featurizer
+from .mrc import signature_cosine
+from .page import Page, parse_page
+from .record import Record
+from .reducer import ComparisonReducer
+from .store import DedupIndex
+from .tdw import TermVector, cosine
+
+__all__ = ["ALGORITHM", "STATUSES", "DedupConfig", "Verdict", "Deduplicator", "containment"]
+
+ALGORITHM = "dedup-1"
+STATUSES = ("unique", "near_duplicate", "duplicate", "exact_duplicate")
+TITLE_ANCHOR_MODES = ("confirm", "literal", "off")
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """Thresholds and knobs; defaults measured on goldset-dev (README, "Accuracy").
+
+    t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.3).
+    max_distance / blocks: simhash tables' k and block count (3, 6).
+    knn: nearest signatures fetched (20); knn_floor: their minimum MRC cosine (0.0).
+    reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
+    min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
+    """
+
+    weights: Any = "tdw"
+    t1: float = 0.8
+    t2: float = 0.3
+    max_distance: int = 3
+    blocks: int = 6
+    knn: int = 20
+    knn_floor: float = 0.0
+    reducer_jaccard: float = 0.1
+    sentence_tolerance: int | None = None
+    title_anchor: str = "confirm"
+    shingle: int = 5
+    sketch: int = 256
+    min_shingles: int = 10
+    drop: tuple[str, ...] = ("exact_duplicate",)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.t2 <= self.t1 <= 1.0:
+            raise ValueError(f"thresholds need 0 < t2 <= t1 <= 1 (got t1={self.t1}, t2={self.t2})")
+        if self.title_anchor not in TITLE_ANCHOR_MODES:
+            raise ValueError(f"title_anchor must be one of {', '.join(TITLE_ANCHOR_MODES)} (got {self.title_anchor!r})")
+        if self.knn < 0:
+            raise ValueError(f"knn must be >= 0 (got {self.knn})")
+        bad = set(self.drop) - set(STATUSES)
+        if bad:
+            raise ValueError(f"drop lists unknown statuses {sorted(bad)}; valid: {', '.join(STATUSES)}")
+
+    def thresholds(self) -> dict[str, Any]:
+        return {"t1": self.t1, "t2": self.t2, "max_distance": self.max_distance, "knn": self.knn,
+                "reducer_jaccard": self.reducer_jaccard, "angle": 180.0 * (1.0 - self.t1),
+                "sentence_tolerance": self.sentence_tolerance, "title_anchor": self.title_anchor}
+
+
+@dataclass
+class Verdict:
+    status: str
+    duplicate_of: str | None
+    rule: str
+    scores: dict[str, Any] = field(default_factory=dict)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    algorithm: str = ALGORITHM
+    reference: str = ""
+    candidates: int = 0
+    kept: bool = True
+    duplicate_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min_size: int = 10) -> tuple[float, float]:
+    """``(containment, resemblance)`` of two shingle sets from their bottom-k sketches.
+
+    Both sketches are cut at the smaller of their largest kept hashes, which leaves
+    two uniform samples of the same hash range; full sets (total <= sketch size)
+    are exact. Containment is the overlap over the smaller sample. When the smaller
+    page has fewer than ``min_size`` shingles, containment is unreliable (a three-word
+    page is "contained" in anything) and resemblance is returned in its place.
+    """
+    if a.size == 0 or b.size == 0:
+        return 0.0, 0.0
+    cut_a = a[-1] if a_total > a.size else np.uint64(2**64 - 1)
+    cut_b = b[-1] if b_total > b.size else np.uint64(2**64 - 1)
+    cut = min(cut_a, cut_b)
+    sa, sb = a[a <= cut], b[b <= cut]
+    if sa.size == 0 or sb.size == 0:
+        return 0.0, 0.0
+    inter = np.intersect1d(sa, sb, assume_unique=True).size
+    resemblance = inter / (sa.size + sb.size - inter)
+    if min(a_total, b_total) < min_size:
+        return resemblance, resemblance
+    return inter / min(sa.size, sb.size), resemblance
+
+
+def chunk_share(a: np.ndarray, b: np.ndarray, k: int = 3) -> float:
+    """Seed 003: share of the shorter page's sentence simhashes within ``k`` bits of one in the other."""
+    if a.size == 0 or b.size == 0:
+        return 0.0
+    short, other = (a, b) if a.size <= b.size else (b, a)
+    d = hamming(short[:, None], other[None, :])
+    return float((d.min(axis=1) <= k).mean())
+
+
+class Deduplicator:
+    """Checks pages against a :class:`~dedup.store.DedupIndex` and adds the kept ones."""
+
+    def __init__(self, index: DedupIndex, config: DedupConfig | None = None, *,
+                 featurizer: Featurizer | None = None) -> None:
+        self.index = index
+        self.config = config or DedupConfig()
+        c = self.config
+        self.featurizer = featurizer or Featurizer(weights=c.weights, shingle=c.shingle, sketch=c.sketch)
+        self.reducer = ComparisonReducer(c.reducer_jaccard, c.sentence_tolerance)
+        # seed 002's cosine test at t = t1 separates "duplicate" from "near_duplicate"
+        self._duplicate_angle = ComparisonReducer(c.t1)
+        self._thresholds = c.thresholds()
+
+    # -- public API -------------------------------------------------------------------------
+    def process_html(self, html: bytes | str, url: str, **kwargs: Any) -> tuple[Page, Verdict]:
+        page = parse_page(html, url, **kwargs)
+        return page, self.process(page)
+
+    def process(self, page: Page, **record_fields: Any) -> Verdict:
+        """Check ``page``; when its status is not in ``config.drop``, add it to the index."""
+        features = self.featurizer(page)
+        verdict = self.check(page, features)
+        verdict.kept = verdict.status not in self.config.drop
+        if verdict.kept:
+            self.add(page, features, verdict, **record_fields)
+        return verdict
+
+    def add(self, page: Page, features: Features, verdict: Verdict, **record_fields: Any) -> int:
+        record = features.to_record(page, status=verdict.status, duplicate_of=verdict.duplicate_of, **record_fields)
+        return self.index.add(record)
+
+    def check(self, page: Page, features: Features | None = None) -> Verdict:
+        """The verdict for ``page`` against the index (the index is not changed)."""
+        f = features or self.featurizer(page)
+        base = {"thresholds": self._thresholds, "reference": f.signature.ref_id}
+        if f.content_hash:
+            ids = self.index.lookup("content_hash", f.content_hash)
+            if ids:
+                rec = self.index.get(ids[:1])[0]
+                return Verdict("exact_duplicate", rec.url, "content_hash",
+                               {"content_hash": f.content_hash}, candidates=len(ids), duplicate_id=rec.id, **base)
+        mode = self.config.title_anchor
+        title_ids = self.index.lookup("title_key", f.title_key) if f.title_key and mode != "off" else []
+        if title_ids and mode == "literal":
+            rec = self.index.get(title_ids[:1])[0]
+            return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": f.title_key},
+                           candidates=len(title_ids), duplicate_id=rec.id, **base)
+        candidates = self._candidates(f, title_ids)
+        best, best_scores, pruned = None, None, 0
+        for rec in self.index.get(candidates):
+            scores = self._scores(f, rec)
+            if scores.get("pruned_by"):
+                pruned += 1
+                continue
+            if best_scores is None or (scores["containment"], scores["tdw_cosine"]) > (
+                    best_scores["containment"], best_scores["tdw_cosine"]):
+                best, best_scores = rec, scores
+        n = len(candidates)
+        if best is None:
+            return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
+                           {"pruned": pruned}, candidates=n, **base)
+        best_scores["pruned"] = pruned
+        c = self.config
+        s = best_scores["containment"]
+        # confirmed by resemblance, not containment: a truncated copy with the same template
+        # must not make the full page an "exact" duplicate of the fragment
+        if best.id in title_ids and best_scores["resemblance"] >= c.t1:
+            best_scores["title_key"] = f.title_key
+            return Verdict("exact_duplicate", best.url, "title_anchor", best_scores, candidates=n,
+                           duplicate_id=best.id, **base)
+        if s >= c.t1 and best_scores["angle_ok"]:
+            status, rule = "duplicate", "containment>=t1"
+        elif s >= c.t2:
+            status, rule = "near_duplicate", "containment>=t2"
+        else:
+            best_scores["candidate"] = best.url  # the closest kept page, for calibration sweeps
+            return Verdict("unique", None, "below_t2", best_scores, candidates=n, **base)
+        return Verdict(status, best.url, rule, best_scores, candidates=n, duplicate_id=best.id, **base)
+
+    # -- internals --------------------------------------------------------------------------
+    def _candidates(self, f: Features, extra: Iterable[int]) -> list[int]:
+        ids = set(extra)
+        ids.update(i for i, _ in self.index.near_simhash(f.simhash))
+        if self.config.knn and f.signature.vector.any():
+            ids.update(i for i, _ in self.index.nearest(f.signature.vector, f.signature.ref_id,
+                                                       self.config.knn, self.config.knn_floor))
+        return sorted(ids)
+
+    def _scores(self, f: Features, rec: Record) -> dict[str, Any]:
+        pruned_by = self.reducer.passes(f.tdw.hashes, f.sentences, rec.terms, rec.sentences)
+        other = TermVector(rec.terms, rec.weights)
+        cont, resemblance = containment(f.shingles, f.shingle_count, rec.shingles,
+                                        int(rec.extra.get("shingle_count", rec.shingles.size)),
+                                        min_size=self.config.min_shingles)
+        angle_ok, angle = self._duplicate_angle.angle_ok(f.tdw, other)
+        tdw_cos = cosine(f.tdw, other)
+        # a record made with another reference text has no comparable signature
+        mrc = round(signature_cosine(f.signature.vector, rec.signature), 4) if rec.ref_id == f.signature.ref_id else None
+        return {
+            "containment": round(float(cont), 4),
+            "resemblance": round(float(resemblance), 4),
+            "tdw_cosine": round(float(tdw_cos), 4),
+            "angle": round(float(angle), 2),
+            "angle_ok": bool(angle_ok),
+            "mrc": mrc,
+            "hamming": (f.simhash ^ rec.simhash).bit_count(),
+            "chunks": round(chunk_share(f.chunks, rec.chunks), 4),
+            "sentences": [f.sentences, rec.sentences],
+            "pruned_by": pruned_by,
+        }

@@ -1,0 +1,28 @@
+"""Exact keys: the content hash and seed 004's title/anchor-count key."""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import xxhash
+
+__all__ = ["normalise_text", "content_hash", "title_key"]
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalise_text(text: str) -> str:
+    """NFKC, case-folded, punctuation and whitespace runs folded to one space."""
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def content_hash(text: str) -> str:
+    """128-bit xxh3 of the normalised main text, as 32 hex digits ('' for an empty text)."""
+    norm = normalise_text(text)
+    return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
+
+
+def title_key(title: str, anchor_count: int) -> str:
+    """Seed 004's exact-duplicate key: same normalised title and same number of anchors."""
+    norm = normalise_text(title)
+    return xxhash.xxh3_64_hexdigest(f"{norm}\x00{anchor_count}".encode("utf-8")) if norm else ""

@@ -1,0 +1,226 @@
+"""Multireference cosine (seed 000: Mohammadi & Khasteh 2020).
+
+A *reference text* is a sequence of L character 3-grams split into P contiguous
+partitions. A page's *signature* is the P cosines between the page's 3-gram count
+vector and each partition's 3-gram count vector; two pages are compared by the
+cosine of their signatures, which approximates the cosine of their full 3-gram
+vectors at a fraction of the cost and storage (P floats per page).
+
+3-grams are taken over the lowercased text with whitespace runs folded to one
+space. They are encoded as 63-bit integers (three 21-bit code points), so the
+whole signature is computed with numpy on integer arrays: no Python loop over
+3-grams.
+
+Every signature carries the id of its reference text; comparing signatures made
+with different reference texts raises :class:`IncompatibleSignature`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "ReferenceText",
+    "Signature",
+    "IncompatibleSignature",
+    "gram_ids",
+    "gram_counts",
+    "gram_text",
+    "cosine_counts",
+    "tfidf_grams",
+    "default_reference",
+    "DEFAULT_REFERENCE_PATH",
+]
+
+DEFAULT_REFERENCE_PATH = Path(__file__).with_name("data") / "reference.json"
+_WS = re.compile(r"\s+")
+
+
+class IncompatibleSignature(ValueError):
+    """Two signatures (or a signature and an index) come from different reference texts."""
+
+
+def _codepoints(text: str) -> np.ndarray:
+    folded = _WS.sub(" ", text.lower()).strip()
+    return np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+
+
+def gram_ids(text: str) -> np.ndarray:
+    """The character 3-grams of ``text`` in order, as uint64 ids (empty for < 3 chars)."""
+    cp = _codepoints(text)
+    if cp.size < 3:
+        return np.zeros(0, dtype=np.uint64)
+    return (cp[:-2] << np.uint64(42)) | (cp[1:-1] << np.uint64(21)) | cp[2:]
+
+
+def gram_text(gram_id: int) -> str:
+    g = int(gram_id)
+    return "".join(chr((g >> s) & 0x1FFFFF) for s in (42, 21, 0))
+
+
+def _gram_id(gram: str) -> int:
+    if len(gram) != 3:
+        raise ValueError(f"reference 3-grams must have 3 characters (got {gram!r})")
+    a, b, c = (ord(ch) for ch in gram)
+    return (a << 42) | (b << 21) | c
+
+
+def gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique 3-gram ids of ``text`` and their counts."""
+    ids = gram_ids(text)
+    if ids.size == 0:
+        return ids, np.zeros(0, dtype=np.float64)
+    uniq, counts = np.unique(ids, return_counts=True)
+    return uniq, counts.astype(np.float64)
+
+
+def cosine_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
+    """Cosine of two sparse count vectors given as (sorted ids, counts)."""
+    (ia, ca), (ib, cb) = a, b
+    if ia.size == 0 or ib.size == 0:
+        return 0.0
+    common, xa, xb = np.intersect1d(ia, ib, assume_unique=True, return_indices=True)
+    dot = float(ca[xa] @ cb[xb]) if common.size else 0.0
+    return dot / float(np.sqrt((ca * ca).sum() * (cb * cb).sum()))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A multireference-cosine signature: ``vector`` (P float32) made with reference ``ref_id``."""
+
+    vector: np.ndarray
+    ref_id: str
+
+    def similarity(self, other: "Signature") -> float:
+        """Cosine of the two signature vectors, in [0, 1]."""
+        if other.ref_id != self.ref_id:
+            raise IncompatibleSignature(
+                f"signatures come from different reference texts ({self.ref_id!r} vs {other.ref_id!r}); "
+                "recompute the older one with the current reference text (dedup reindex)"
+            )
+        return signature_cosine(self.vector, other.vector)
+
+
+def signature_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if not na or not nb:
+        return 0.0
+    return float(np.dot(a, b) / (na * nb))
+
+
+class ReferenceText:
+    """L character 3-grams in P partitions (defaults 1000 and 150), with an id.
+
+    ``grams`` is the sequence of 3-gram strings; partition ``p`` is the contiguous
+    slice ``grams[bounds[p]:bounds[p+1]]`` (sizes differ by at most one).
+    """
+
+    def __init__(self, grams: Sequence[str], partitions: int = 150, *, provenance: dict | None = None) -> None:
+        grams = list(grams)
+        if not 1 <= partitions <= len(grams):
+            raise ValueError(
+                f"a reference text needs 1 <= partitions <= length (got partitions={partitions}, length={len(grams)})"
+            )
+        self.grams = grams
+        self.partitions = partitions
+        self.provenance = dict(provenance or {})
+        ids = np.array([_gram_id(g) for g in grams], dtype=np.uint64)
+        bounds = np.linspace(0, len(ids), partitions + 1).round().astype(np.int64)
+        part_of = np.repeat(np.arange(partitions), np.diff(bounds))
+        self._unique, inverse = np.unique(ids, return_inverse=True)
+        # dense P x U count matrix: U <= L, so at most 150 x 1000 floats
+        matrix = np.zeros((partitions, self._unique.size), dtype=np.float64)
+        np.add.at(matrix, (part_of, inverse), 1.0)
+        self._matrix = matrix
+        self._part_norm = np.sqrt((matrix * matrix).sum(axis=1))
+        digest = hashlib.sha256(("\x00".join(grams) + f"|{partitions}").encode("utf-8")).hexdigest()
+        self.id = f"mrc-{len(grams)}x{partitions}-{digest[:12]}"
+
+    @property
+    def length(self) -> int:
+        return len(self.grams)
+
+    def signature_of_counts(self, ids: np.ndarray, counts: np.ndarray) -> Signature:
+        """Signature from a page's sorted unique 3-gram ids and counts."""
+        if ids.size == 0:
+            return Signature(np.zeros(self.partitions, dtype=np.float32), self.id)
+        pos = np.searchsorted(ids, self._unique)
+        pos[pos == ids.size] = 0
+        hit = ids[pos] == self._unique
+        doc_at_ref = np.where(hit, counts[pos], 0.0)
+        norm = float(np.sqrt((counts * counts).sum()))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sig = (self._matrix @ doc_at_ref) / (self._part_norm * norm)
+        return Signature(np.nan_to_num(sig).astype(np.float32), self.id)
+
+    def signature(self, text: str) -> Signature:
+        """The P-dimensional signature of ``text``."""
+        return self.signature_of_counts(*gram_counts(text))
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "length": self.length, "partitions": self.partitions,
+                "grams": self.grams, "provenance": self.provenance}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ReferenceText":
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        ref = cls(data["grams"], data["partitions"], provenance=data.get("provenance"))
+        if data.get("id") and data["id"] != ref.id:
+            raise ValueError(f"reference text {path} says id {data['id']!r} but its grams hash to {ref.id!r}")
+        return ref
+
+    @classmethod
+    def from_tfidf(cls, documents: Iterable[str], length: int = 1000, partitions: int = 150,
+                   *, provenance: dict | None = None) -> "ReferenceText":
+        """The top-``length`` tf-idf 3-grams of ``documents``, in score order."""
+        return cls(tfidf_grams(documents, length), partitions, provenance=provenance)
+
+
+def tfidf_grams(documents: Iterable[str], top: int) -> list[str]:
+    """The ``top`` 3-grams by corpus tf-idf: total count x log(N / document frequency).
+
+    3-grams made only of spaces, digits or punctuation are left out: they say little
+    about content and differ with formatting.
+    """
+    n = 0
+    all_ids, all_counts = [], []
+    for doc in documents:
+        ids, counts = gram_counts(doc)
+        if ids.size:
+            n += 1
+            all_ids.append(ids)
+            all_counts.append(counts)
+    if not n:
+        raise ValueError("no documents with text to build a reference text from")
+    ids = np.concatenate(all_ids)
+    counts = np.concatenate(all_counts)
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    tf = np.bincount(inverse, weights=counts)
+    df = np.bincount(inverse)
+    score = tf * np.log(n / df)
+    grams = [gram_text(g) for g in uniq]
+    keep = np.array([sum(ch.isalpha() for ch in g) >= 2 for g in grams])
+    order = np.argsort(-np.where(keep, score, -np.inf), kind="stable")[:top]
+    if len(order) < top or not keep[order].all():
+        raise ValueError(f"corpus has only {int(keep.sum())} usable 3-grams, fewer than {top}")
+    return [grams[i] for i in order]
+
+
+_default: ReferenceText | None = None
+
+
+def default_reference() -> ReferenceText:
+    """The reference text shipped in ``dedup/data/reference.json`` (loaded once)."""
+    global _default
+    if _default is None:
+        _default = ReferenceText.load(DEFAULT_REFERENCE_PATH)
+    return _default

@@ -1,0 +1,73 @@
+"""Seed 002's comparison reducer: sentence-count, prefix and positional filters, then an angle test.
+
+Records are term *sets* in one global order. Any fixed total order keeps prefix
+filtering exact; the original (Xiao et al.) orders by ascending document
+frequency for pruning power, which needs corpus statistics a streaming crawler
+does not have, so we order by term hash (the sorted ``hashes`` of a
+:class:`~dedup.tdw.TermVector`). The filters are *safe* for the Jaccard threshold
+``t``: a pair with Jaccard >= t always survives them.
+
+* sentence filter: ``|S_a - S_b| < Ts`` (``None`` switches it off);
+* prefix filter: the first ``|r| - ceil(t |r|) + 1`` terms of both records share a term;
+* positional filter: for the first shared prefix term at 1-based positions p and q,
+  ``1 + min(|r| - p, |s| - q) >= t / (1 + t) * (|r| + |s|)``;
+* cosine test: the angle between TDW vectors is at most ``theta = 180 (1 - t)`` degrees.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .tdw import TermVector, cosine
+
+__all__ = ["ComparisonReducer"]
+
+
+class ComparisonReducer:
+    """Prune candidate pairs for a Jaccard threshold ``jaccard`` (0 < t <= 1)."""
+
+    def __init__(self, jaccard: float = 0.2, sentence_tolerance: int | None = None) -> None:
+        if not 0.0 < jaccard <= 1.0:
+            raise ValueError(f"reducer Jaccard threshold must be in (0, 1] (got {jaccard})")
+        if sentence_tolerance is not None and sentence_tolerance < 1:
+            raise ValueError(f"sentence tolerance Ts must be >= 1 or None (got {sentence_tolerance})")
+        self.jaccard = jaccard
+        self.sentence_tolerance = sentence_tolerance
+
+    @property
+    def angle(self) -> float:
+        """The angle threshold in degrees, 180 (1 - t)."""
+        return 180.0 * (1.0 - self.jaccard)
+
+    def prefix_length(self, size: int) -> int:
+        return size - math.ceil(self.jaccard * size) + 1 if size else 0
+
+    def sentences_ok(self, a: int, b: int) -> bool:
+        return self.sentence_tolerance is None or abs(a - b) < self.sentence_tolerance
+
+    def prefix_positional_ok(self, r: np.ndarray, s: np.ndarray) -> bool:
+        """Prefix and positional filters on two sorted unique term-hash arrays."""
+        if r.size == 0 or s.size == 0:
+            return False
+        pr, ps = r[: self.prefix_length(r.size)], s[: self.prefix_length(s.size)]
+        common, ia, ib = np.intersect1d(pr, ps, assume_unique=True, return_indices=True)
+        if common.size == 0:
+            return False
+        # both prefixes are sorted, so the first shared term has the smallest positions
+        p, q = int(ia.min()) + 1, int(ib.min()) + 1
+        needed = self.jaccard / (1.0 + self.jaccard) * (r.size + s.size)
+        return 1 + min(r.size - p, s.size - q) >= needed
+
+    def angle_ok(self, a: TermVector, b: TermVector) -> tuple[bool, float]:
+        """``(passes, angle in degrees)`` of the cosine test."""
+        angle = math.degrees(math.acos(max(-1.0, min(1.0, cosine(a, b)))))
+        return angle <= self.angle + 1e-9, angle
+
+    def passes(self, a_terms: np.ndarray, a_sentences: int, b_terms: np.ndarray, b_sentences: int) -> str | None:
+        """``None`` when the pair survives, else the name of the filter that pruned it."""
+        if not self.sentences_ok(a_sentences, b_sentences):
+            return "sentence_count"
+        if not self.prefix_positional_ok(a_terms, b_terms):
+            return "prefix_positional"
+        return None

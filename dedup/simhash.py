@@ -1,0 +1,95 @@
+"""64-bit Charikar simhash over weighted features, and per-sentence (chunk) simhashes.
+
+Features are hashed with xxh3-64. The bit votes are computed for all features at
+once: the hashes are unpacked into an (n, 64) bit matrix and multiplied by the
+weights, so there is no per-bit Python loop. Bit ``i`` of the fingerprint is bit
+``i`` of the integer (little-endian bit order).
+
+Seed 003 represents a document by one simhash per chunk (sentence) and compares
+documents by the chunks they share within a few bits; :func:`chunk_simhashes`
+computes those for all sentences in one pass.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import xxhash
+
+__all__ = ["hash_terms", "simhash", "chunk_simhashes", "shingle_hashes", "bottom_k"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+
+
+def hash_terms(terms: Sequence[str]) -> np.ndarray:
+    """xxh3-64 of each term's UTF-8 bytes, as uint64."""
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h(t.encode("utf-8")) for t in terms), dtype=np.uint64, count=len(terms))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: a bijective avalanche on uint64 arrays."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
+    """Hashes of the word ``n``-grams of a sequence of term hashes (order-sensitive).
+
+    A text shorter than ``n`` terms gives one shingle of all its terms.
+    """
+    if n < 1:
+        raise ValueError(f"shingle size must be >= 1 (got n={n})")
+    h = np.asarray(term_hashes, dtype=np.uint64)
+    if h.size == 0:
+        return h
+    m = max(1, h.size - n + 1)
+    acc = np.zeros(m, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(min(n, h.size)):
+            acc = _mix(acc * _GOLD + h[j : j + m])
+    return acc
+
+
+def bottom_k(hashes: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` smallest distinct hashes, sorted (a bottom-k sketch of the set)."""
+    return np.unique(hashes)[:k]
+
+
+def _votes(hashes: np.ndarray) -> np.ndarray:
+    bits = np.unpackbits(np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8), bitorder="little")
+    return bits.reshape(-1, 64).astype(np.float32) * 2.0 - 1.0
+
+
+def _pack(v: np.ndarray) -> np.ndarray:
+    return np.packbits(v > 0, axis=-1, bitorder="little").view("<u8").reshape(-1)
+
+
+def simhash(hashes: np.ndarray, weights: np.ndarray | None = None) -> int:
+    """Charikar simhash of features given by their 64-bit ``hashes`` and ``weights`` (default 1)."""
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    if hashes.size == 0:
+        return 0
+    w = np.ones(hashes.size, dtype=np.float32) if weights is None else np.asarray(weights, dtype=np.float32)
+    if w.shape != hashes.shape:
+        raise ValueError(f"simhash needs one weight per feature (got {w.size} weights, {hashes.size} features)")
+    return int(_pack(w @ _votes(hashes))[0])
+
+
+def chunk_simhashes(hashes: np.ndarray, chunk_ids: np.ndarray, n_chunks: int) -> np.ndarray:
+    """One unweighted simhash per chunk: ``hashes[i]`` belongs to chunk ``chunk_ids[i]``.
+
+    Empty chunks get fingerprint 0. Returns ``n_chunks`` uint64 values.
+    """
+    if n_chunks == 0:
+        return np.zeros(0, dtype=np.uint64)
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    v = np.zeros((n_chunks, 64), dtype=np.float32)
+    if hashes.size:
+        np.add.at(v, np.asarray(chunk_ids, dtype=np.int64), _votes(hashes))
+    return _pack(v)

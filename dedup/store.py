@@ -1,0 +1,140 @@
+"""The dedup index interface, and an in-memory implementation.
+
+``index/`` implements :class:`DedupIndex` for SQLite and Elasticsearch; the
+:class:`~dedup.deduplicator.Deduplicator` only ever talks to this Protocol.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Protocol, runtime_checkable
+
+import numpy as np
+
+from .permtables import PermutationTables
+from .record import Record
+
+__all__ = ["DedupIndex", "MemoryIndex", "EXACT_KEYS"]
+
+#: exact-key kinds understood by :meth:`DedupIndex.lookup`
+EXACT_KEYS = ("content_hash", "title_key")
+
+
+@runtime_checkable
+class DedupIndex(Protocol):
+    """Storage of kept pages' records, with the three candidate searches."""
+
+    def add(self, record: Record) -> int:
+        """Store ``record``, assign and return its ``id`` (also set on the record)."""
+
+    def lookup(self, kind: str, key: str) -> list[int]:
+        """Ids of records whose exact key ``kind`` (one of :data:`EXACT_KEYS`) equals ``key``."""
+
+    def near_simhash(self, fingerprint: int) -> list[tuple[int, int]]:
+        """``(id, hamming distance)`` of records whose simhash is within the table's k bits."""
+
+    def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
+        """Up to ``n`` ``(id, cosine)`` of the closest signatures with cosine >= ``floor``."""
+
+    def get(self, ids: Iterable[int]) -> list[Record]:
+        """Records for ``ids`` (unknown ids are skipped)."""
+
+    def remove(self, record_id: int) -> bool:
+        """Forget a record; True when it existed."""
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
+class MemoryIndex:
+    """A :class:`DedupIndex` held in process memory (tests, evaluation, small jobs)."""
+
+    def __init__(self, *, k: int = 3, blocks: int = 6) -> None:
+        self.tables = PermutationTables(k=k, blocks=blocks)
+        self._records: dict[int, Record] = {}
+        self._keys: dict[tuple[str, str], list[int]] = {}
+        self._next = 1
+        # signatures are kept in a growing matrix; rows of removed records are zeroed
+        self._sig = np.zeros((0, 0), dtype=np.float32)
+        self._sig_ids = np.zeros(0, dtype=np.int64)
+        self._sig_n = 0
+        self._ref_id: str | None = None
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(self, record: Record) -> int:
+        record.id = self._next
+        self._next += 1
+        self._records[record.id] = record
+        for kind in EXACT_KEYS:
+            self._keys.setdefault((kind, getattr(record, kind)), []).append(record.id)
+        self.tables.add(record.simhash, record.id)
+        self._add_signature(record)
+        return record.id
+
+    def _add_signature(self, record: Record) -> None:
+        sig = np.asarray(record.signature, dtype=np.float32)
+        if self._ref_id is None:
+            self._ref_id = record.ref_id
+            self._sig = np.zeros((64, sig.size), dtype=np.float32)
+            self._sig_ids = np.zeros(64, dtype=np.int64)
+        elif record.ref_id != self._ref_id:
+            raise ValueError(
+                f"signature made with reference text {record.ref_id!r}, "
+                f"this index holds {self._ref_id!r}: recompute it with the index's reference"
+            )
+        if self._sig_n == len(self._sig):
+            self._sig = np.concatenate([self._sig, np.zeros_like(self._sig)])
+            self._sig_ids = np.concatenate([self._sig_ids, np.zeros_like(self._sig_ids)])
+        norm = float(np.linalg.norm(sig))
+        self._sig[self._sig_n] = sig / norm if norm else sig
+        self._sig_ids[self._sig_n] = record.id
+        self._sig_n += 1
+
+    def lookup(self, kind: str, key: str) -> list[int]:
+        if kind not in EXACT_KEYS:
+            raise ValueError(f"unknown exact key kind {kind!r}; valid: {', '.join(EXACT_KEYS)}")
+        return list(self._keys.get((kind, key), ()))
+
+    def near_simhash(self, fingerprint: int) -> list[tuple[int, int]]:
+        return self.tables.query(fingerprint)
+
+    def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
+        if self._sig_n == 0:
+            return []
+        if ref_id != self._ref_id:
+            raise ValueError(
+                f"query signature made with reference text {ref_id!r}, index holds {self._ref_id!r}"
+            )
+        q = np.asarray(signature, dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if not norm:
+            return []
+        sims = self._sig[: self._sig_n] @ (q / norm)
+        top = np.argsort(-sims)[:n]
+        return [(int(self._sig_ids[i]), float(sims[i])) for i in top if sims[i] >= floor]
+
+    def get(self, ids: Iterable[int]) -> list[Record]:
+        return [self._records[i] for i in ids if i in self._records]
+
+    def remove(self, record_id: int) -> bool:
+        record = self._records.pop(record_id, None)
+        if record is None:
+            return False
+        for kind in EXACT_KEYS:
+            ids = self._keys.get((kind, getattr(record, kind)), [])
+            if record_id in ids:
+                ids.remove(record_id)
+        self.tables.remove(record.simhash, record_id)
+        rows = np.flatnonzero(self._sig_ids[: self._sig_n] == record_id)
+        self._sig[rows] = 0.0
+        self._sig_ids[rows] = 0
+        return True
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,108 @@
+import json
+
+import pytest
+
+from dedup.deduplicator import DedupConfig, Deduplicator, containment
+from dedup.page import parse_page
+from dedup.store import MemoryIndex
+
+STORY = [
+    "The harbour bridge will close for three weeks of repairs in the spring, the council said on Monday.",
+    "Engineers found corrosion in the main cables during an inspection last autumn and recommended urgent work.",
+    "Ferries will run every fifteen minutes while the bridge is closed, and buses will be rerouted.",
+    "Shops near the bridge fear a drop in trade, but the council promised a support fund for them.",
+    "The mayor said the closure was regrettable but that safety had to come before convenience.",
+    "Work is expected to cost four million pounds, paid from the regional infrastructure budget.",
+]
+OTHER = [
+    "A local bakery has won a national prize for its sourdough loaf after three years of trying.",
+    "The owner credits a starter culture kept alive since her grandmother opened the shop in 1961.",
+    "Judges praised the crust and the open crumb, and said the flavour was deep without being sour.",
+    "The bakery plans to run weekend classes so that residents can learn to bake the bread at home.",
+    "Queues formed outside the shop before dawn on Saturday as news of the award spread online.",
+    "The prize comes with a small grant that will pay for a second oven and two new apprentices.",
+]
+
+
+def html(title, paragraphs, nav="Home News Sport", links=3):
+    anchors = "".join(f'<a href="/l{i}">{w}</a> ' for i, w in enumerate((nav.split() * 5)[:links]))
+    body = "".join(f"<p>{p}</p>" for p in paragraphs)
+    return f"<html><head><title>{title}</title></head><body><nav>{anchors}</nav><article><h1>{title}</h1>{body}</article></body></html>"
+
+
+@pytest.fixture
+def dedup():
+    return Deduplicator(MemoryIndex())
+
+
+def run(d, body, url):
+    return d.process(parse_page(body, url))
+
+
+def test_unique_then_exact_duplicate(dedup):
+    v1 = run(dedup, html("Bridge closes", STORY), "http://a.example/1")
+    v2 = run(dedup, html("Bridge closes", STORY, nav="Start Politics Weather"), "http://b.example/copy")
+    assert v1.status == "unique" and v1.duplicate_of is None
+    assert v2.status == "exact_duplicate" and v2.duplicate_of == "http://a.example/1"
+    assert v2.rule == "content_hash" and not v2.kept
+    assert len(dedup.index) == 1
+    json.dumps(v2.to_dict())  # JSON-serialisable
+
+
+def test_near_duplicate_points_to_original(dedup):
+    run(dedup, html("Bridge closes", STORY), "http://a.example/1")
+    edited = STORY[:5] + ["A correction: an earlier version misstated the length of the closure."]
+    v = run(dedup, html("Bridge to shut", edited), "http://c.example/syndicated")
+    assert v.status in ("near_duplicate", "duplicate")
+    assert v.duplicate_of == "http://a.example/1" and v.kept
+    for key in ("containment", "resemblance", "tdw_cosine", "mrc", "hamming", "chunks"):
+        assert key in v.scores
+    assert v.thresholds["t1"] == 0.8 and v.reference.startswith("mrc-") and v.algorithm == "dedup-1"
+
+
+def test_truncated_copy_is_contained(dedup):
+    run(dedup, html("Bridge closes", STORY), "http://a.example/1")
+    v = run(dedup, html("Bridge closes", STORY[:3], nav="X Y Z"), "http://d.example/short")
+    assert v.status in ("near_duplicate", "duplicate") and v.scores["containment"] >= 0.8
+
+
+def test_different_story_is_unique(dedup):
+    run(dedup, html("Bridge closes", STORY), "http://a.example/1")
+    v = run(dedup, html("Bakery wins", OTHER), "http://a.example/2")
+    assert v.status == "unique" and v.duplicate_of is None
+
+
+def test_same_template_title_and_anchor_count_needs_confirmation():
+    # distinct pages with one template title and the same number of links (search/tag pages)
+    confirm = Deduplicator(MemoryIndex())
+    literal = Deduplicator(MemoryIndex(), DedupConfig(title_anchor="literal"))
+    for d in (confirm, literal):
+        run(d, html("Search results", STORY), "http://a.example/search?q=bridge")
+    assert run(confirm, html("Search results", OTHER), "http://a.example/search?q=bread").status == "unique"
+    v = run(literal, html("Search results", OTHER), "http://a.example/search?q=bread")
+    assert v.status == "exact_duplicate" and v.rule == "title_anchor"
+
+
+def test_page_without_text_is_unique_and_recorded(dedup):
+    v = run(dedup, "<html><head><title>Empty</title></head><body></body></html>", "http://a.example/empty")
+    assert v.status == "unique"
+
+
+def test_config_validation_quotes_values():
+    with pytest.raises(ValueError, match="t1=0.2, t2=0.5"):
+        DedupConfig(t1=0.2, t2=0.5)
+    with pytest.raises(ValueError, match="title_anchor"):
+        DedupConfig(title_anchor="sometimes")
+    with pytest.raises(ValueError, match="unknown statuses"):
+        DedupConfig(drop=("dupe",))
+
+
+def test_containment_from_sketches():
+    import numpy as np
+
+    a = np.arange(100, dtype=np.uint64)
+    b = np.arange(50, 300, dtype=np.uint64)
+    cont, res = containment(a, 100, b, 250)
+    assert cont == pytest.approx(0.5) and res == pytest.approx(50 / 300)
+    # tiny pages: resemblance stands in for containment
+    assert containment(a[:3], 3, b, 250)[0] == 0.0

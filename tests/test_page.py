@@ -1,0 +1,37 @@
+from dedup.page import parse_page, url_tokens
+
+HTML = """<html><head><title> Harbour  bridge to close </title>
+<meta name="keywords" content="bridge, harbour"><meta name="description" content="Repairs start in spring">
+</head><body><nav><a href="/">Home</a> <a href="http://other.example/x">Partner</a> <a href="/news">News</a></nav>
+<article><h1>Harbour bridge to close</h1><h2>Repairs</h2>
+<p>The harbour bridge will close for <b>three weeks</b> of repairs in the spring, the council said on Monday.
+Engineers found corrosion in the main cables during an inspection last autumn and recommended urgent work.</p>
+<p>Ferries will run every fifteen minutes while the bridge is closed, and buses will be rerouted through the
+tunnel. Shops near the bridge fear a drop in trade, but the council promised a support fund.</p>
+</article><footer>Copyright 2026 Example Gazette</footer></body></html>"""
+
+
+def test_fields_and_main_text():
+    page = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html")
+    assert page.title == "Harbour bridge to close"
+    assert page.keywords == "bridge, harbour" and page.description == "Repairs start in spring"
+    assert (1, "Harbour bridge to close") in page.headings and (2, "Repairs") in page.headings
+    assert page.bold == ["three weeks"]
+    assert page.anchor_count == 3
+    assert page.anchors_same == ["Home", "News"] and page.anchors_other == ["Partner"]
+    assert "corrosion in the main cables" in page.text
+    assert "Copyright" not in page.text
+    assert len(page.sentences) >= 4
+    assert page.extraction == "trafilatura"
+
+
+def test_url_tokens():
+    assert url_tokens("https://www.example.org/news/harbour-bridge.html?id=7&utm_source=x") == [
+        "example", "org", "news", "harbour", "bridge", "id", "utm", "source", "x"]
+
+
+def test_bad_input_never_raises():
+    for body in (b"", b"\x00\xff" * 100, "<html><p>unclosed <b>bold", "<" * 1000, b"<?xml version='1.0' encoding='utf-8'?><html/>"):
+        page = parse_page(body, "http://example.org/")
+        assert isinstance(page.text, str)
+    assert parse_page(b"   ", "http://example.org/").extraction == "empty"

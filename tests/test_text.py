@@ -1,0 +1,64 @@
+import logging
+
+import pytest
+
+from dedup import text as text_mod
+from dedup.text import Normalizer, split_sentences, tokenize
+
+
+def test_tokenize_unicode_scripts():
+    assert tokenize("Привет, мир! Straße") == ["привет", "мир", "straße"]
+    assert tokenize("مرحبا بالعالم") == ["مرحبا", "بالعالم"]
+    # CJK runs become overlapping character bigrams instead of one giant token
+    assert tokenize("東京都") == ["東京", "京都"]
+    assert tokenize("日") == ["日"]
+    assert tokenize("don't stop") == ["don't", "stop"]
+
+
+def test_normalizer_stopwords_stemming_and_mapping():
+    n = Normalizer()
+    assert n.terms("the of and") == []
+    if n.word_mapping:
+        # seed 002: shortest lowercase single-word synonym of the first synset, then Porter
+        assert n.map_word("automobile") == "car"
+        assert n.terms("automobiles") == ["car"]
+    assert Normalizer(word_mapping=False).terms("running cars") == ["run", "car"]
+
+
+def test_original_porter_algorithm():
+    n = Normalizer(word_mapping=False)
+    # the original algorithm keeps "generously" -> "gener"; NLTK's extensions give "generous"
+    assert n.term("generously") == "gener"
+
+
+class _NoWordNet:
+    """Stands in for an NLTK whose data path has no WordNet (cannot be staged in-process)."""
+
+    class corpus:
+        class wordnet:
+            @staticmethod
+            def ensure_loaded():
+                raise LookupError("Resource wordnet not found")
+
+        stopwords = None
+
+
+def test_missing_wordnet_warns_once(monkeypatch, caplog):
+    monkeypatch.setattr(text_mod, "_nltk", lambda: _NoWordNet)
+    monkeypatch.setattr(text_mod, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="dedup.text"):
+        assert not Normalizer(stopwords=False).word_mapping
+        assert not Normalizer(stopwords=False).word_mapping
+    assert sum("word mapping is off" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_required_wordnet_missing_raises(monkeypatch):
+    monkeypatch.setattr(text_mod, "_nltk", lambda: _NoWordNet)
+    with pytest.raises(LookupError, match="make setup"):
+        Normalizer(word_mapping=True, stopwords=False)
+
+
+def test_split_sentences():
+    got = split_sentences("Dr. Smith arrived. He left at 5 p.m. on Monday!\nA new line here")
+    assert got[-1] == "A new line here"
+    assert len(got) >= 3
