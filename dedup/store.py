@@ -65,6 +65,7 @@ class MemoryIndex:
         return len(self._records)
 
     def add(self, record: Record) -> int:
+        self._check_ref(record.ref_id)
         record.id = self._next
         self._next += 1
         self._records[record.id] = record
@@ -74,17 +75,19 @@ class MemoryIndex:
         self._add_signature(record)
         return record.id
 
+    def _check_ref(self, ref_id: str) -> None:
+        if self._ref_id is not None and ref_id != self._ref_id:
+            raise ValueError(
+                f"signature made with reference text {ref_id!r}, "
+                f"this index holds {self._ref_id!r}: recompute it with the index's reference (dedup reindex)"
+            )
+
     def _add_signature(self, record: Record) -> None:
         sig = np.asarray(record.signature, dtype=np.float32)
         if self._ref_id is None:
             self._ref_id = record.ref_id
             self._sig = np.zeros((64, sig.size), dtype=np.float32)
             self._sig_ids = np.zeros(64, dtype=np.int64)
-        elif record.ref_id != self._ref_id:
-            raise ValueError(
-                f"signature made with reference text {record.ref_id!r}, "
-                f"this index holds {self._ref_id!r}: recompute it with the index's reference"
-            )
         if self._sig_n == len(self._sig):
             self._sig = np.concatenate([self._sig, np.zeros_like(self._sig)])
             self._sig_ids = np.concatenate([self._sig_ids, np.zeros_like(self._sig_ids)])
@@ -113,6 +116,7 @@ class MemoryIndex:
         if not norm:
             return []
         sims = self._sig[: self._sig_n] @ (q / norm)
+        sims[self._sig_ids[: self._sig_n] == 0] = -np.inf  # rows of removed records
         top = np.argsort(-sims)[:n]
         return [(int(self._sig_ids[i]), float(sims[i])) for i in top if sims[i] >= floor]
 

@@ -1,0 +1,58 @@
+"""Storage backends for the dedup index and the search index, chosen by URI.
+
+``local://PATH``  the embedded default: a directory with a SQLite database (source
+                  of truth), permutation tables and a usearch vector index.
+``http(s)://HOST:PORT/INDEX``, ``es://HOST:PORT/INDEX``  Elasticsearch (``pip install -e '.[es]'``).
+"""
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from .base import DedupIndex, SearchIndex
+
+__all__ = ["open_index", "open_search", "SCHEMES", "DedupIndex", "SearchIndex", "default_dropped_log"]
+
+SCHEMES = ("local", "http", "https", "es")
+
+
+def _scheme(uri: str) -> str:
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown index URI scheme {scheme or '(none)'!r} in {uri!r}; "
+                         f"valid schemes: {', '.join(s + '://' for s in SCHEMES)}")
+    return scheme
+
+
+def _local_path(uri: str) -> str:
+    rest = uri.split("://", 1)[1]
+    if not rest:
+        raise ValueError(f"local index URI needs a path, e.g. local://.dedup (got {uri!r})")
+    return rest
+
+
+def open_index(uri: str, **options: Any) -> DedupIndex:
+    """Open (creating when missing) the dedup index at ``uri``."""
+    scheme = _scheme(uri)
+    if scheme == "local":
+        from .local import LocalIndex
+
+        return LocalIndex(_local_path(uri), **options)
+    raise ValueError(f"the Elasticsearch backend ({uri}) is not available yet in this version")
+
+
+def open_search(uri: str, **options: Any) -> SearchIndex:
+    """Open (creating when missing) the search index of kept pages at ``uri``."""
+    scheme = _scheme(uri)
+    if scheme == "local":
+        from .search import LocalSearch
+
+        return LocalSearch(_local_path(uri), **options)
+    raise ValueError(f"the Elasticsearch backend ({uri}) is not available yet in this version")
+
+
+def default_dropped_log(uri: str) -> str:
+    """Where the dropped-page log goes when DEDUP_DROPPED_LOG is not set: beside the index."""
+    if _scheme(uri) == "local":
+        return _local_path(uri).rstrip("/") + "/dropped.jsonl"
+    return "dropped.jsonl"

@@ -1,0 +1,604 @@
+"""The DedupIndex contract, run against every backend, and the local index's own duties.
+
+The ``open_index`` fixture is parametrized over backends (``memory`` -> MemoryIndex,
+``local`` -> LocalIndex in tmp_path); an Elasticsearch backend joins by adding a param.
+Tests that need persistence, locking or crashes use LocalIndex directly.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `pytest` without an editable install
+    sys.path.insert(0, str(ROOT))
+
+from dedup.bits import MASK64  # noqa: E402
+from dedup.record import Record  # noqa: E402
+from dedup.store import DedupIndex, MemoryIndex  # noqa: E402
+from index import open_index as open_uri  # noqa: E402
+from index.local import VECTORS_NAME, IndexLocked, LocalIndex, decode_blob, encode_blob  # noqa: E402
+
+REF = "mrc-test-ref"
+DIM = 150
+HERE = Path(__file__).resolve().parent
+
+
+# -- records -----------------------------------------------------------------------------------
+def make_record(rng: np.random.Generator, i: int, *, simhash: int | None = None,
+                signature: np.ndarray | None = None, ref_id: str = REF, **fields) -> Record:
+    """A record shaped like the featurizer's (sizes, dtypes, sorted hashes), random values."""
+    n_terms = int(rng.integers(20, 300))
+    fields.setdefault("url", f"https://site{i % 7}.example/page/{i}")
+    fields.setdefault("content_hash", f"{int(rng.integers(0, 2**62)):016x}")
+    fields.setdefault("title_key", f"title {i % 5}|{i % 3}")
+    fields.setdefault("title", f"Page {i}")
+    return Record(
+        simhash=int(rng.integers(0, 2**64, dtype=np.uint64)) if simhash is None else simhash,
+        chunks=rng.integers(0, 2**64, int(rng.integers(0, 30)), dtype=np.uint64),
+        terms=np.sort(rng.integers(0, 2**64, n_terms, dtype=np.uint64)),
+        weights=rng.random(n_terms, dtype=np.float32),
+        shingles=np.sort(rng.integers(0, 2**64, int(rng.integers(0, 256)), dtype=np.uint64)),
+        signature=rng.random(DIM, dtype=np.float32) ** 2 if signature is None else signature,
+        ref_id=ref_id, sentences=int(rng.integers(1, 40)), fetched_at=1.7e9 + i,
+        status=("unique", "near_duplicate", "duplicate")[i % 3],
+        duplicate_of=None if i % 3 == 0 else f"https://orig.example/{i}",
+        extra={"shingle_count": int(rng.integers(0, 900))} if i % 4 else {},
+        **fields,
+    )
+
+
+def make_records(n: int, seed: int = 0) -> list[Record]:
+    rng = np.random.default_rng(seed)
+    return [make_record(rng, i) for i in range(n)]
+
+
+def assert_same_record(got: Record, want: Record) -> None:
+    for name in ("id", "url", "title", "content_hash", "title_key", "simhash", "ref_id", "sentences",
+                 "status", "duplicate_of", "fetched_at", "extra"):
+        assert getattr(got, name) == getattr(want, name), name
+    for name, dtype in Record._ARRAYS.items():
+        a = getattr(got, name)
+        assert a.dtype == dtype, name
+        assert np.array_equal(a, np.asarray(getattr(want, name), dtype=dtype)), name
+
+
+def flip(fp: int, bits) -> int:
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+# -- backends ----------------------------------------------------------------------------------
+BACKENDS = ["memory", "local"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def open_index(backend, tmp_path):
+    """``open_index(**options)`` -> a fresh index of the current backend (closed at teardown)."""
+    opened = []
+
+    def make(**options):
+        if backend == "memory":
+            ix = MemoryIndex(**options)
+        elif backend == "local":
+            ix = LocalIndex(tmp_path / "ix", **options)
+        else:  # pragma: no cover
+            raise AssertionError(backend)
+        opened.append(ix)
+        return ix
+
+    yield make
+    for ix in opened:
+        ix.close()
+
+
+@pytest.fixture
+def index(open_index):
+    return open_index()
+
+
+# -- the DedupIndex contract ---------------------------------------------------------------------
+def test_is_a_dedup_index(index):
+    assert isinstance(index, DedupIndex)
+    assert len(index) == 0
+    assert index.near_simhash(12345) == []
+    assert index.nearest(np.ones(DIM, np.float32), REF, 5, 0.0) == []
+    assert index.get([1, 2]) == []
+    assert index.lookup("content_hash", "x") == []
+    assert index.remove(1) is False
+
+
+def test_add_assigns_ids_and_get_round_trips(index):
+    records = make_records(30)
+    want = [Record(**{**r.__dict__}) for r in records]  # shallow copies, to compare after add
+    ids = [index.add(r) for r in records]
+    assert ids == sorted(set(ids)) and all(i > 0 for i in ids)
+    assert [r.id for r in records] == ids
+    assert len(index) == 30
+    for w, i in zip(want, ids):
+        w.id = i
+    got = index.get(ids)
+    assert len(got) == 30
+    for g, w in zip(got, want):
+        assert_same_record(g, w)
+
+
+def test_get_preserves_order_skips_unknown(index):
+    ids = [index.add(r) for r in make_records(10)]
+    ask = [ids[7], ids[2], 10**9, ids[7], ids[0]]
+    assert [r.id for r in index.get(ask)] == [ids[7], ids[2], ids[7], ids[0]]
+    assert [r.id for r in index.get(iter([ids[3]]))] == [ids[3]]
+    assert index.get([]) == []
+
+
+def test_lookup_exact_keys(index):
+    rng = np.random.default_rng(1)
+    a = index.add(make_record(rng, 0, content_hash="h1", title_key="T|1"))
+    b = index.add(make_record(rng, 1, content_hash="h2", title_key="T|1"))
+    c = index.add(make_record(rng, 2, content_hash="h1", title_key="U|2"))
+    assert index.lookup("content_hash", "h1") == [a, c]
+    assert index.lookup("content_hash", "h2") == [b]
+    assert index.lookup("title_key", "T|1") == [a, b]
+    assert index.lookup("title_key", "nope") == []
+    with pytest.raises(ValueError, match="unknown exact key"):
+        index.lookup("url", "x")
+
+
+def test_remove(index):
+    rng = np.random.default_rng(2)
+    recs = [make_record(rng, i, content_hash=f"h{i}") for i in range(5)]
+    ids = [index.add(r) for r in recs]
+    victim = recs[2]
+    assert index.remove(ids[2]) is True
+    assert index.remove(ids[2]) is False
+    assert len(index) == 4
+    assert index.get([ids[2]]) == []
+    assert index.lookup("content_hash", "h2") == []
+    assert ids[2] not in [i for i, _ in index.near_simhash(victim.simhash)]
+    found = index.nearest(victim.signature, REF, 10, 0.01)
+    assert ids[2] not in [i for i, _ in found]
+    assert {i for i, _ in found} <= set(ids) - {ids[2]}
+    # ids are never reused
+    assert index.add(make_record(rng, 9)) > max(ids)
+
+
+@pytest.mark.parametrize("k,blocks", [(3, 6), (4, 7), (0, 2)])
+def test_near_simhash_is_exact(open_index, k, blocks):
+    index = open_index(k=k, blocks=blocks)
+    rng = np.random.default_rng(3)
+    base = 0xF00D_CAFE_DEAD_BEEF  # top bit set: stored as a negative int64 in SQLite
+    planted = {}
+    for d in list(range(k + 1)) + [k + 1, k + 2, 2 * k + 5]:
+        for _ in range(3):
+            fp = flip(base, rng.choice(64, size=d, replace=False).tolist())
+            planted[index.add(make_record(rng, len(planted), simhash=fp))] = fp
+    for i in range(300):  # background
+        fp = int(rng.integers(0, 2**64, dtype=np.uint64))
+        planted[index.add(make_record(rng, 1000 + i, simhash=fp))] = fp
+    ids = np.array(list(planted), dtype=np.int64)
+    fps = np.array(list(planted.values()), dtype=np.uint64)
+    queries = [base, flip(base, [63]), flip(base, [0, 31]), MASK64, 0] + fps[:10].tolist()
+    for q in queries:
+        d = np.bitwise_count(fps ^ np.uint64(q)).astype(np.int64)
+        hit = d <= k
+        want = sorted(zip(ids[hit].tolist(), d[hit].tolist()), key=lambda p: (p[1], p[0]))
+        assert index.near_simhash(q) == want
+    assert len(index.near_simhash(base)) >= 3 * (k + 1)  # every planted fingerprint within k
+
+
+def test_nearest_closest_first_and_floor(index):
+    rng = np.random.default_rng(4)
+    base = rng.random(DIM, dtype=np.float32)
+    sigs = {}
+    for i in range(200):
+        sigs[index.add(make_record(rng, i))] = None
+    near = base + 0.02 * rng.random(DIM, dtype=np.float32)
+    mid = base + 0.6 * rng.random(DIM, dtype=np.float32)
+    near_id = index.add(make_record(rng, 500, signature=near))
+    mid_id = index.add(make_record(rng, 501, signature=mid))
+    found = index.nearest(base, REF, 5, 0.0)
+    assert len(found) == 5
+    assert found[0][0] == near_id
+    assert found[0][1] == pytest.approx(float(unit(base) @ unit(near)), abs=2e-3)
+    sims = [s for _, s in found]
+    assert sims == sorted(sims, reverse=True)
+    # a floor between the near and mid cosines keeps only the near one
+    cos_near, cos_mid = float(unit(base) @ unit(near)), float(unit(base) @ unit(mid))
+    floor = (cos_near + cos_mid) / 2
+    assert floor > cos_mid + 1e-3 and cos_near > floor + 1e-3
+    top = index.nearest(base, REF, 50, floor)
+    assert [i for i, _ in top] == [near_id]
+    assert all(s >= floor for _, s in top)
+    assert mid_id in [i for i, _ in index.nearest(base, REF, 50, cos_mid - 0.01)]
+    assert index.nearest(base, REF, 0, 0.0) == []
+    assert len(index.nearest(base, REF, 1000, -1.0)) == 202  # n larger than the index
+    assert index.nearest(np.zeros(DIM, np.float32), REF, 5, 0.0) == []  # no direction
+
+
+def test_nearest_matches_brute_force(index):
+    rng = np.random.default_rng(5)
+    recs = make_records(300, seed=5)
+    for r in recs:
+        index.add(r)
+    mat = np.array([unit(r.signature) for r in recs])
+    for r in recs[:20]:
+        q = r.signature + 0.05 * rng.random(DIM, dtype=np.float32)
+        cos = mat @ unit(q)
+        want = [recs[j].id for j in np.argsort(-cos)[:3]]
+        got = index.nearest(q, REF, 3, 0.0)
+        assert [i for i, _ in got][:1] == want[:1]
+        for i, s in got:
+            assert s == pytest.approx(float(cos[i - recs[0].id]), abs=2e-3)
+
+
+def test_ref_id_mismatch_refused(index):
+    rng = np.random.default_rng(6)
+    index.add(make_record(rng, 0))
+    with pytest.raises(ValueError, match="recompute"):
+        index.add(make_record(rng, 1, ref_id="mrc-other"))
+    with pytest.raises(ValueError, match="mrc-other"):
+        index.nearest(np.ones(DIM, np.float32), "mrc-other", 3, 0.0)
+
+
+def test_refused_record_is_not_stored(index):
+    rng = np.random.default_rng(6)
+    index.add(make_record(rng, 0, content_hash="kept"))
+    bad = make_record(rng, 1, ref_id="mrc-other", content_hash="refused")
+    with pytest.raises(ValueError):
+        index.add(bad)
+    assert len(index) == 1
+    assert index.lookup("content_hash", "refused") == []
+    assert index.near_simhash(bad.simhash) == []
+
+
+def test_realistic_records_from_pages(index):
+    """Records made by the featurizer from HTML survive the backend unchanged."""
+    from dedup.features import Featurizer
+    from dedup.page import parse_page
+
+    fz = Featurizer()
+    words = ("harbour ferry council timetable winter service island morning evening weather "
+             "passengers bridge schedule volunteers library roof repair orchard frost").split()
+    rng = np.random.default_rng(7)
+    pages = []
+    for i in range(4):
+        paras = "".join(f"<p>{' '.join(rng.choice(words, 25))}. {' '.join(rng.choice(words, 18))}.</p>"
+                        for _ in range(4))
+        html = f"<html><head><title>Story {i}</title></head><body><h1>Story {i}</h1>{paras}</body></html>"
+        pages.append(parse_page(html, f"https://news.example/{i}"))
+    records = [fz(p).to_record(p) for p in pages]
+    ids = [index.add(r) for r in records]
+    for got, want in zip(index.get(ids), records):
+        assert_same_record(got, want)
+    best = index.nearest(records[2].signature, records[2].ref_id, 1, 0.0)
+    assert best[0][0] == ids[2] and best[0][1] == pytest.approx(1.0, abs=1e-3)
+    assert (ids[1], 0) in index.near_simhash(records[1].simhash)
+
+
+def test_deduplicator_verdicts_match_memory_index(tmp_path):
+    """The Deduplicator gives the same verdicts over the local index as over memory."""
+    from dedup.deduplicator import Deduplicator
+
+    pages_dir = ROOT / "crawler" / "sample_site" / "pages"
+    files = sorted(pages_dir.rglob("*.html"))
+    assert files
+    verdicts = {}
+    with LocalIndex(tmp_path / "ix") as local:
+        for name, ix in (("memory", MemoryIndex()), ("local", local)):
+            dd = Deduplicator(ix)
+            verdicts[name] = [
+                (v.status, v.duplicate_of, v.rule)
+                for v in (dd.process_html(f.read_bytes(), "http://town.test/" + str(f.relative_to(pages_dir)))[1]
+                          for f in files)]
+        assert len(local) == sum(1 for s, _, _ in verdicts["local"] if s != "exact_duplicate")
+    assert verdicts["local"] == verdicts["memory"]
+    assert any(s != "unique" for s, _, _ in verdicts["local"])
+
+
+# -- LocalIndex: files, persistence, derived structures ----------------------------------------------
+def snapshot(ix, records) -> dict:
+    """Every answer the index gives about ``records``."""
+    return {
+        "len": len(ix),
+        "lookup": [(ix.lookup("content_hash", r.content_hash), ix.lookup("title_key", r.title_key))
+                   for r in records],
+        "near": [ix.near_simhash(r.simhash) for r in records],
+        "nearest": [[(i, round(s, 5)) for i, s in ix.nearest(r.signature, REF, 4, 0.0)] for r in records[:40]],
+        "get": [r.to_dict() for r in ix.get([r.id for r in records])],
+    }
+
+
+def test_open_index_uri_and_files(tmp_path):
+    path = tmp_path / "a" / "b"
+    with open_uri(f"local://{path}") as ix:
+        assert isinstance(ix, LocalIndex)
+        ix.add(make_records(1)[0])
+    assert (path / "dedup.sqlite").exists() and (path / VECTORS_NAME).exists() and (path / "lock").exists()
+    db = sqlite3.connect(path / "dedup.sqlite")
+    try:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        cols = [r[1] for r in db.execute("PRAGMA table_info(records)")]
+    finally:
+        db.close()
+    assert meta["schema_version"] == "1" and meta["k"] == "3" and meta["blocks"] == "6"
+    assert meta["ref_id"] == REF and meta["dim"] == str(DIM)
+    assert meta["vectors_count"] == "1" and meta["vectors_max_id"] == "1"
+    assert cols == ["id", "url", "content_hash", "title_key", "simhash", "status", "duplicate_of",
+                    "fetched_at", "ref_id", "sentences", "title", "data"]
+
+
+def test_simhash_stored_as_signed_int64(tmp_path):
+    rng = np.random.default_rng(8)
+    fps = [0, 1, 2**63 - 1, 2**63, MASK64, 0xDEAD_BEEF_0000_0001]
+    with LocalIndex(tmp_path / "ix") as ix:
+        ids = [ix.add(make_record(rng, i, simhash=fp)) for i, fp in enumerate(fps)]
+        assert [r.simhash for r in ix.get(ids)] == fps
+        with pytest.raises(ValueError, match="unsigned 64-bit"):
+            ix.add(make_record(rng, 9, simhash=-1))
+    db = sqlite3.connect(tmp_path / "ix" / "dedup.sqlite")
+    try:
+        stored = [r[0] for r in db.execute("SELECT simhash FROM records ORDER BY id")]
+    finally:
+        db.close()
+    assert stored == [fp - 2**64 if fp >= 2**63 else fp for fp in fps]
+    with LocalIndex(tmp_path / "ix") as ix:
+        for i, fp in zip(ids, fps):
+            assert (i, 0) in ix.near_simhash(fp)
+
+
+def test_blob_round_trip():
+    rng = np.random.default_rng(9)
+    empty = make_record(rng, 0)
+    empty.chunks = np.zeros(0, np.uint64)
+    empty.shingles = np.zeros(0, np.uint64)
+    empty.extra = {}
+    for r in (empty, make_record(rng, 1), make_record(rng, 5)):
+        blob = encode_blob(r)
+        out = decode_blob(blob)
+        for name, dtype in Record._ARRAYS.items():
+            assert np.array_equal(out[name], getattr(r, name)) and out[name].dtype == dtype
+            out[name][:1] = 0  # writable
+        assert out["extra"] == r.extra
+    with pytest.raises(ValueError, match="format"):
+        decode_blob(b"XXXX" + bytes(28))
+
+
+def test_reopen_gives_identical_answers(tmp_path):
+    records = make_records(400, seed=10)
+    with LocalIndex(tmp_path / "ix") as ix:
+        for r in records:
+            ix.add(r)
+        for r in records[::50]:
+            ix.remove(r.id)
+        before = snapshot(ix, records)
+    vec_file = tmp_path / "ix" / VECTORS_NAME
+    saved = vec_file.read_bytes()
+    with LocalIndex(tmp_path / "ix") as ix:  # tables rebuilt, vector index loaded
+        assert snapshot(ix, records) == before
+        assert ix.check(sample=None)["ok"]
+    assert vec_file.read_bytes() == saved  # nothing changed: not rewritten
+    vec_file.unlink()
+    with LocalIndex(tmp_path / "ix") as ix:  # vector index rebuilt from SQLite
+        assert snapshot(ix, records) == before
+        assert ix.check(sample=None)["ok"]
+    assert vec_file.exists()
+    vec_file.write_bytes(b"not a usearch index" * 10)
+    with LocalIndex(tmp_path / "ix") as ix:  # unreadable: rebuilt
+        assert snapshot(ix, records) == before
+
+
+def test_stale_vector_file_is_reconciled(tmp_path):
+    path = tmp_path / "ix"
+    records = make_records(120, seed=11)
+    with LocalIndex(path) as ix:
+        for r in records[:100]:
+            ix.add(r)
+    old = (path / VECTORS_NAME).read_bytes()  # covers ids 1..100
+    with LocalIndex(path) as ix:
+        ix.remove(records[5].id)
+        ix.remove(records[99].id)
+        for r in records[100:]:
+            ix.add(r)
+        want = snapshot(ix, records)
+    (path / VECTORS_NAME).write_bytes(old)  # as if the last save had not happened
+    with LocalIndex(path) as ix:
+        report = ix.check(sample=None)
+        assert report["ok"], report
+        assert report["vectors"] == report["records"] == 118
+        assert snapshot(ix, records) == want
+        gone = [i for i, _ in ix.nearest(records[5].signature, REF, 200, -1.0)]
+        assert records[5].id not in gone and records[99].id not in gone and len(gone) == 118
+
+
+def test_other_k_blocks_on_reopen(tmp_path):
+    rng = np.random.default_rng(12)
+    base = 0x0123_4567_89AB_CDEF
+    with LocalIndex(tmp_path / "ix") as ix:  # k=3, blocks=6
+        a = ix.add(make_record(rng, 0, simhash=flip(base, [1, 9, 17, 40])))  # distance 4
+        b = ix.add(make_record(rng, 1, simhash=flip(base, [2, 50])))
+        assert ix.near_simhash(base) == [(b, 2)]
+    with LocalIndex(tmp_path / "ix", k=4, blocks=8) as ix:
+        assert (ix.k, ix.blocks) == (4, 8)
+        assert ix.near_simhash(base) == [(b, 2), (a, 4)]
+    with LocalIndex(tmp_path / "ix") as ix:  # None: the parameters it was last opened with
+        assert (ix.k, ix.blocks) == (4, 8)
+        assert ix.near_simhash(base) == [(b, 2), (a, 4)]
+
+
+def test_ref_id_is_persistent(tmp_path):
+    rng = np.random.default_rng(13)
+    with LocalIndex(tmp_path / "ix") as ix:
+        ix.add(make_record(rng, 0))
+        ix.remove(1)
+    with LocalIndex(tmp_path / "ix") as ix:
+        assert ix.ref_id == REF and len(ix) == 0
+        with pytest.raises(ValueError, match="recompute"):
+            ix.add(make_record(rng, 1, ref_id="mrc-new"))
+        with pytest.raises(ValueError, match="dimensions"):
+            ix.add(make_record(rng, 2, signature=np.ones(DIM + 1, np.float32)))
+        assert ix.add(make_record(rng, 3)) == 2
+
+
+def test_helpers_and_closed_index(tmp_path):
+    records = make_records(25, seed=14)
+    records[7].url = records[3].url
+    ix = LocalIndex(tmp_path / "ix")
+    with ix:
+        for r in records:
+            ix.add(r)
+        assert [r.id for r in ix.iter_records(batch=4)] == [r.id for r in records]
+        assert ix.get_by_url(records[3].url).id == records[7].id  # the latest
+        assert ix.get_by_url("https://nowhere.example/") is None
+        assert "25 records" in repr(ix)
+    assert "closed" in repr(ix)
+    ix.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        ix.add(records[0])
+    with pytest.raises(ValueError, match="closed"):
+        ix.lookup("content_hash", "x")
+
+
+def test_check_reports_inconsistency(tmp_path):
+    records = make_records(30, seed=15)
+    with LocalIndex(tmp_path / "ix") as ix:
+        for r in records:
+            ix.add(r)
+        assert ix.check()["ok"]
+        ix._vectors.remove(records[4].id)  # break the derived vector index on purpose
+        ix.tables.remove(records[6].simhash, records[6].id)
+        report = ix.check(sample=None)
+        assert not report["ok"]
+        assert report["missing_from_vectors"] == [records[4].id]
+        assert report["missing_from_tables"] == [records[6].id]
+        assert report["tables"] == 29 and report["vectors"] == 29 and report["records"] == 30
+        ix._vectors.add(records[4].id, np.asarray(records[4].signature))
+        ix.flush()
+    with LocalIndex(tmp_path / "ix") as ix:  # reopening rebuilds the tables from SQLite
+        assert ix.check(sample=None, sqlite_integrity=True)["ok"]
+
+
+# -- single writer ---------------------------------------------------------------------------------
+def test_lock_in_process(tmp_path):
+    with LocalIndex(tmp_path / "ix") as ix:
+        ix.add(make_records(1)[0])
+        with pytest.raises(IndexLocked) as err:
+            LocalIndex(tmp_path / "ix")
+        msg = str(err.value)
+        assert str(os.getpid()) in msg and "DEDUP_INDEX=http://host:9200/name" in msg
+        assert isinstance(err.value, RuntimeError)
+        assert len(ix) == 1  # the failed open did not disturb the open one
+    with LocalIndex(tmp_path / "ix") as ix:  # released on close
+        assert len(ix) == 1
+
+
+def _python(code: str, *args: str, **kw) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])}
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+def test_lock_across_processes(tmp_path):
+    holder = _python("""
+        import sys
+        from index.local import LocalIndex
+        with LocalIndex(sys.argv[1]):
+            print("ready", flush=True)
+            sys.stdin.readline()
+    """, str(tmp_path / "ix"))
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(IndexLocked) as err:
+            LocalIndex(tmp_path / "ix")
+        msg = str(err.value)
+        assert f"another process (pid {holder.pid})" in msg
+        assert "Elasticsearch" in msg and "DEDUP_INDEX=http://host:9200/name" in msg
+    finally:
+        out, errs = holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0, errs
+    with LocalIndex(tmp_path / "ix") as ix:
+        assert len(ix) == 0
+
+
+def test_lock_released_when_holder_is_killed(tmp_path):
+    holder = _python("""
+        import sys, time
+        from index.local import LocalIndex
+        ix = LocalIndex(sys.argv[1])
+        print("ready", flush=True)
+        time.sleep(600)
+    """, str(tmp_path / "ix"))
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(IndexLocked):
+            LocalIndex(tmp_path / "ix")
+    finally:
+        holder.kill()
+        holder.communicate(timeout=60)
+    with LocalIndex(tmp_path / "ix") as ix:  # the kernel dropped the flock with the process
+        assert len(ix) == 0
+
+
+# -- crash safety ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("autosave", [0, 40])
+def test_sigkill_after_add_loses_nothing(tmp_path, autosave):
+    n = 150
+    proc = _python("""
+        import os, sys
+        from index.local import LocalIndex
+        from test_local_index import make_records
+        ix = LocalIndex(sys.argv[1], autosave=int(sys.argv[3]))
+        for r in make_records(int(sys.argv[2]), seed=16):
+            ix.add(r)
+        print("done", flush=True)
+        os.kill(os.getpid(), 9)
+    """, str(tmp_path / "ix"), str(n), str(autosave))
+    out, errs = proc.communicate(timeout=120)
+    assert out.strip() == "done", errs
+    assert proc.returncode == -signal.SIGKILL
+    assert (tmp_path / "ix" / "dedup.sqlite-wal").exists()  # killed before any checkpoint on close
+    records = make_records(n, seed=16)
+    for i, r in enumerate(records, 1):
+        r.id = i
+    with LocalIndex(tmp_path / "ix") as ix:
+        assert len(ix) == n
+        report = ix.check(sample=None)
+        assert report["ok"], report
+        assert report["vectors"] == report["tables"] == n
+        for got, want in zip(ix.iter_records(), records):
+            assert_same_record(got, want)
+        for r in records[:20]:
+            assert ix.nearest(r.signature, REF, 1, 0.0)[0][0] == r.id
+            assert (r.id, 0) in ix.near_simhash(r.simhash)
+
+
+def test_copy_of_index_directory_opens(tmp_path):
+    """A copied directory (e.g. a backup taken after close) is a complete index."""
+    records = make_records(50, seed=17)
+    with LocalIndex(tmp_path / "ix") as ix:
+        for r in records:
+            ix.add(r)
+        want = snapshot(ix, records)
+    shutil.copytree(tmp_path / "ix", tmp_path / "copy")
+    with LocalIndex(tmp_path / "copy") as ix:
+        assert snapshot(ix, records) == want
