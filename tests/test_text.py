@@ -31,20 +31,13 @@ def test_original_porter_algorithm():
     assert n.term("generously") == "gener"
 
 
-class _NoWordNet:
-    """Stands in for an NLTK whose data path has no WordNet (cannot be staged in-process)."""
-
-    class corpus:
-        class wordnet:
-            @staticmethod
-            def ensure_loaded():
-                raise LookupError("Resource wordnet not found")
-
-        stopwords = None
+def _no_wordnet():
+    # stands in for an NLTK data path without WordNet (cannot be staged in-process once loaded)
+    raise LookupError("Resource wordnet not found")
 
 
 def test_missing_wordnet_warns_once(monkeypatch, caplog):
-    monkeypatch.setattr(text_mod, "_nltk", lambda: _NoWordNet)
+    monkeypatch.setattr(text_mod, "_load_wordnet", _no_wordnet)
     monkeypatch.setattr(text_mod, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="dedup.text"):
         assert not Normalizer(stopwords=False).word_mapping
@@ -53,7 +46,7 @@ def test_missing_wordnet_warns_once(monkeypatch, caplog):
 
 
 def test_required_wordnet_missing_raises(monkeypatch):
-    monkeypatch.setattr(text_mod, "_nltk", lambda: _NoWordNet)
+    monkeypatch.setattr(text_mod, "_load_wordnet", _no_wordnet)
     with pytest.raises(LookupError, match="make setup"):
         Normalizer(word_mapping=True, stopwords=False)
 
