@@ -44,7 +44,7 @@ TITLE_ANCHOR_MODES = ("confirm", "literal", "off")
 class DedupConfig:
     """Thresholds and knobs; defaults measured on goldset-dev (README, "Accuracy").
 
-    t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.3).
+    t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.4).
     max_distance / blocks: simhash tables' k and block count (3, 6).
     knn: nearest signatures fetched (20); knn_floor: their minimum MRC cosine (0.0).
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
@@ -53,7 +53,7 @@ class DedupConfig:
 
     weights: Any = "tdw"
     t1: float = 0.8
-    t2: float = 0.3
+    t2: float = 0.4
     max_distance: int = 3
     blocks: int = 6
     knn: int = 20
@@ -225,8 +225,8 @@ class Deduplicator:
     def _scores(self, f: Features, rec: Record) -> dict[str, Any]:
         pruned_by = self.reducer.passes(f.tdw.hashes, f.sentences, rec.terms, rec.sentences)
         other = TermVector(rec.terms, rec.weights)
-        cont, resemblance = containment(f.shingles, f.shingle_count, rec.shingles,
-                                        int(rec.extra.get("shingle_count", rec.shingles.size)),
+        rec_total = int(rec.extra.get("shingle_count", rec.shingles.size))
+        cont, resemblance = containment(f.shingles, f.shingle_count, rec.shingles, rec_total,
                                         min_size=self.config.min_shingles)
         angle_ok, angle = self._duplicate_angle.angle_ok(f.tdw, other)
         tdw_cos = cosine(f.tdw, other)
@@ -235,6 +235,7 @@ class Deduplicator:
         return {
             "containment": round(float(cont), 4),
             "resemblance": round(float(resemblance), 4),
+            "shingles": [f.shingle_count, rec_total],
             "tdw_cosine": round(float(tdw_cos), 4),
             "angle": round(float(angle), 2),
             "angle_ok": bool(angle_ok),
