@@ -1,0 +1,306 @@
+"""Every ``DEDUP_*`` setting, in one place: defaults, meanings, parsing and validation.
+
+:data:`SETTINGS` is the documented table (the enabling flag first, the rest
+alphabetical); :func:`markdown_table` renders it for the README
+(``python -m crawler.config`` prints it). :func:`read_settings` turns Scrapy
+:class:`~scrapy.settings.BaseSettings` into a typed :class:`DedupSettings`,
+raising :class:`ValueError` that names the setting, the value it got and what it
+accepts. Values given with ``-s NAME=VALUE`` arrive as strings, so every parser
+accepts the string form too: ``1``/``true``, ``0.8``, ``a,b`` or ``["a", "b"]``,
+``None`` for an empty optional value, a JSON object for a custom weight mapping.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from dedup.deduplicator import STATUSES, TITLE_ANCHOR_MODES, DedupConfig
+from dedup.tdw import PRESETS, resolve_weights
+from index import default_dropped_log  # index/ owns the URI schemes; backends load lazily
+
+__all__ = ["Setting", "SETTINGS", "DEFAULTS", "DROPPABLE", "DedupSettings", "is_enabled", "read_settings",
+           "markdown_table"]
+
+#: statuses that DEDUP_DROP may list; dropping "unique" would drop every page
+DROPPABLE = tuple(s for s in STATUSES if s != "unique")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table."""
+
+    name: str
+    default: Any
+    meaning: str
+
+
+#: The documented table; the enabling flag first, then alphabetical.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("DEDUP_ENABLED", True,
+            "Switch the dedup pipelines on. False makes both raise `NotConfigured`."),
+    Setting("DEDUP_BLOCKS", 6,
+            "Blocks of the simhash permutation tables; an integer greater than `DEDUP_MAX_DISTANCE`, at most 64."),
+    Setting("DEDUP_DEBUG", False,
+            "Log every dedup drop at INFO. By default only the first drop of a run is logged at INFO, "
+            "the rest at DEBUG."),
+    Setting("DEDUP_DROP", ["exact_duplicate"],
+            "Verdicts whose items are dropped (and not added to the index): a list, or a comma-separated "
+            f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
+            "in `item['dedup']`."),
+    Setting("DEDUP_DROPPED_LOG", None,
+            "JSON-lines file that gets one line per dropped item (url, time, verdict, item). "
+            "`None`: `dropped.jsonl` in the local index directory (the working directory for other backends)."),
+    Setting("DEDUP_HTML_FIELD", "html",
+            "Item field holding raw HTML, parsed when an item carries no parsed page; items with neither "
+            "are checked on their `url`, `title` and `text` fields."),
+    Setting("DEDUP_INDEX", "local://.dedup",
+            "URI of the dedup index and of the search index of kept pages: `local://PATH` "
+            "(embedded), `http(s)://HOST:PORT/INDEX` or `es://HOST:PORT/INDEX` (Elasticsearch)."),
+    Setting("DEDUP_KNN", 20,
+            "Nearest multireference-cosine signatures fetched as candidates per page; an integer >= 0 "
+            "(0 turns that search off)."),
+    Setting("DEDUP_MAX_DISTANCE", 3,
+            "Largest simhash Hamming distance (bits) that makes a candidate; an integer >= 0."),
+    Setting("DEDUP_REDUCER_JACCARD", 0.1,
+            "Jaccard threshold of the comparison reducer that prunes candidates before verification; "
+            "a number in (0, 1]."),
+    Setting("DEDUP_SENTENCE_TOLERANCE", None,
+            "Sentence-count tolerance of the comparison reducer; an integer >= 1, or `None` for off."),
+    Setting("DEDUP_T1", 0.8,
+            "Shingle containment at which a candidate makes a page a `duplicate`; a number in (0, 1], "
+            ">= `DEDUP_T2`."),
+    Setting("DEDUP_T2", 0.4,
+            "Shingle containment at which a candidate makes a page a `near_duplicate`; a number in (0, 1]."),
+    Setting("DEDUP_TITLE_ANCHOR", "confirm",
+            f"Same-title rule: {', '.join(f'`{m}`' for m in TITLE_ANCHOR_MODES)}. `confirm` needs "
+            "shingle resemblance >= `DEDUP_T1` as well, `literal` trusts the title and link count alone, `off` skips it."),
+    Setting("DEDUP_WEIGHTS", "tdw",
+            f"Term weights by page field: a preset ({', '.join(f'`{p}`' for p in PRESETS)}) or a mapping "
+            "(a JSON object on the command line) of field name to weight."),
+)
+
+DEFAULTS: dict[str, Any] = {s.name: s.default for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class DedupSettings:
+    """The ``DEDUP_*`` settings, parsed and validated."""
+
+    enabled: bool
+    debug: bool
+    dropped_log: str
+    html_field: str
+    index: str
+    config: DedupConfig
+
+
+# -- value parsers: (name, raw value) -> typed value, or ValueError naming the setting ----------
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    raise ValueError(f"{name} must be a boolean (True/False, 1/0), got {value!r}")
+
+
+def _is_none(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
+
+
+def _int(name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool):
+        parsed = None
+    elif isinstance(value, int):
+        parsed = value
+    elif isinstance(value, float) and value.is_integer():
+        parsed = int(value)
+    elif isinstance(value, str):
+        try:
+            parsed = int(value.strip())
+        except ValueError:
+            parsed = None
+    else:
+        parsed = None
+    if parsed is None or parsed < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return parsed
+
+
+def _unit(name: str, value: Any) -> float:
+    """A number in (0, 1]."""
+    parsed: float | None
+    if isinstance(value, bool):
+        parsed = None
+    elif isinstance(value, (int, float)):
+        parsed = float(value)
+    elif isinstance(value, str):
+        try:
+            parsed = float(value.strip())
+        except ValueError:
+            parsed = None
+    else:
+        parsed = None
+    if parsed is None or math.isnan(parsed) or not 0.0 < parsed <= 1.0:
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    return parsed
+
+
+def _str(name: str, value: Any, *, accepted: str = "a non-empty string") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
+    return value.strip()
+
+
+def _list(name: str, value: Any) -> list[str]:
+    """A list, a JSON list or a comma-separated string (as ``-s NAME=a,b`` gives)."""
+    if _is_none(value):
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{name} must be a list or a comma-separated string, got {text!r} "
+                                 f"(invalid JSON: {exc})") from None
+        else:
+            value = text.split(",")
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{name} must be a list of strings or a comma-separated string, got {value!r}")
+    return [v.strip() for v in value if v.strip()]
+
+
+def _drop(name: str, value: Any) -> tuple[str, ...]:
+    statuses = _list(name, value)
+    for status in statuses:
+        if status == "unique":
+            raise ValueError(f"{name}: 'unique' cannot be dropped (nothing would ever be kept); "
+                             f"valid: {', '.join(DROPPABLE)}")
+        if status not in DROPPABLE:
+            raise ValueError(f"{name}: unknown status {status!r}; valid: {', '.join(DROPPABLE)}")
+    return tuple(dict.fromkeys(statuses))
+
+
+def _weights(name: str, value: Any) -> str | dict[str, float]:
+    accepted = (f"a preset ({', '.join(PRESETS)}) or a mapping of field to weight "
+                "(a JSON object on the command line)")
+    parsed: Any = value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{name} must be {accepted}, got {value!r} (invalid JSON: {exc})") from None
+        else:
+            parsed = text
+    if isinstance(parsed, str):
+        if parsed not in PRESETS:
+            raise ValueError(f"{name} must be {accepted}, got {value!r}")
+        return parsed
+    if not isinstance(parsed, Mapping):
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
+    try:
+        weights = {str(k): float(v) for k, v in parsed.items()}
+        resolve_weights(weights)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: {exc} (got {value!r})") from None
+    return weights
+
+
+def _index(name: str, value: Any) -> str:
+    uri = _str(name, value, accepted="an index URI such as local://.dedup")
+    try:
+        default_dropped_log(uri)  # validates the scheme and, for local://, the path
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return uri
+
+
+def _get(settings: Any, name: str) -> Any:
+    value = settings.get(name) if settings is not None else None
+    return DEFAULTS[name] if value is None else value
+
+
+def is_enabled(settings: Any) -> bool:
+    """``DEDUP_ENABLED``, read alone: a disabled component skips validating the rest."""
+    return _bool("DEDUP_ENABLED", _get(settings, "DEDUP_ENABLED"))
+
+
+def read_settings(settings: Any) -> DedupSettings:
+    """Parse and validate the ``DEDUP_*`` entries of ``settings`` (a Scrapy ``BaseSettings`` or a dict).
+
+    Missing entries take their defaults from :data:`SETTINGS`. Raises :class:`ValueError`
+    naming the first bad setting.
+    """
+    def get(name: str, parse: Callable[[str, Any], Any]) -> Any:
+        return parse(name, _get(settings, name))
+
+    enabled = is_enabled(settings)
+    debug = get("DEDUP_DEBUG", _bool)
+    index = get("DEDUP_INDEX", _index)
+    raw_log = _get(settings, "DEDUP_DROPPED_LOG")
+    if _is_none(raw_log):
+        dropped_log = default_dropped_log(index)
+    else:
+        dropped_log = _str("DEDUP_DROPPED_LOG", raw_log, accepted="a file path or None")
+    html_field = get("DEDUP_HTML_FIELD", _str)
+
+    max_distance = get("DEDUP_MAX_DISTANCE", lambda n, v: _int(n, v, minimum=0))
+    blocks = get("DEDUP_BLOCKS", lambda n, v: _int(n, v, minimum=1))
+    # the constraints of dedup.permtables, checked here without building tables (C(blocks, k) of them)
+    if not max_distance < blocks <= 64:
+        raise ValueError(f"DEDUP_BLOCKS must be greater than DEDUP_MAX_DISTANCE and at most 64 (one block "
+                         f"per fingerprint bit), got DEDUP_BLOCKS={blocks}, DEDUP_MAX_DISTANCE={max_distance}")
+    knn = get("DEDUP_KNN", lambda n, v: _int(n, v, minimum=0))
+    t1 = get("DEDUP_T1", _unit)
+    t2 = get("DEDUP_T2", _unit)
+    if t2 > t1:
+        raise ValueError(f"DEDUP_T2 must be <= DEDUP_T1, got DEDUP_T1={t1}, DEDUP_T2={t2}")
+    reducer_jaccard = get("DEDUP_REDUCER_JACCARD", _unit)
+    raw_tol = _get(settings, "DEDUP_SENTENCE_TOLERANCE")
+    sentence_tolerance = None if _is_none(raw_tol) else _int("DEDUP_SENTENCE_TOLERANCE", raw_tol, minimum=1)
+    title_anchor = get("DEDUP_TITLE_ANCHOR", _str)
+    if title_anchor not in TITLE_ANCHOR_MODES:
+        raise ValueError(f"DEDUP_TITLE_ANCHOR must be one of {', '.join(TITLE_ANCHOR_MODES)}, "
+                         f"got {title_anchor!r}")
+    weights = get("DEDUP_WEIGHTS", _weights)
+    drop = get("DEDUP_DROP", _drop)
+
+    config = DedupConfig(weights=weights, t1=t1, t2=t2, max_distance=max_distance, blocks=blocks, knn=knn,
+                         reducer_jaccard=reducer_jaccard, sentence_tolerance=sentence_tolerance,
+                         title_anchor=title_anchor, drop=drop)
+    return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
+                         index=index, config=config)
+
+
+def _format_default(value: Any) -> str:
+    if value is None:
+        return "`None`"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if isinstance(value, list):
+        return "`[" + ", ".join(f'"{v}"' for v in value) + "]`"
+    return f"`{value}`"
+
+
+def markdown_table() -> str:
+    """The settings table as Markdown, for the README."""
+    rows = ["| Setting | Default | Meaning |", "|---|---|---|"]
+    rows += [f"| `{s.name}` | {_format_default(s.default)} | {s.meaning} |" for s in SETTINGS]
+    return "\n".join(rows) + "\n"
+
+
+def main() -> int:
+    sys.stdout.write(markdown_table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

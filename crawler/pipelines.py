@@ -1,0 +1,217 @@
+"""The two item pipelines: ``DedupPipeline`` decides, ``IndexPipeline`` stores the kept pages.
+
+``DedupPipeline`` (priority 300) checks each item against the dedup index at
+``DEDUP_INDEX``, records the verdict in ``item["dedup"]``, adds kept pages to the
+index, and drops items whose status is in ``DEDUP_DROP`` after appending them to
+the dropped log. ``IndexPipeline`` (priority 800) writes the items that survive to
+the search index at the same URI. Both open their index when the spider opens and
+close it when it closes, so a JOBDIR crawl that is paused and resumed continues
+from a consistent index (the dedup index commits every add).
+
+Settings: see :mod:`crawler.config`. The ``spider`` arguments of the pipeline methods are
+optional: recent Scrapy versions no longer pass them (older ones do); the crawler's spider is used
+for logging.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from itemadapter import ItemAdapter
+from scrapy import Spider
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem, NotConfigured
+
+from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
+from dedup.page import Page, parse_page, url_tokens
+from dedup.text import split_sentences
+
+from .config import is_enabled, read_settings
+
+__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_page"]
+
+logger = logging.getLogger(__name__)
+
+
+class DuplicateDropped(DropItem):
+    """An item dropped by :class:`DedupPipeline`; carries its :class:`~dedup.deduplicator.Verdict`."""
+
+    def __init__(self, message: str, verdict: Verdict, log_level: str | None = None) -> None:
+        super().__init__(message, log_level=log_level)
+        self.verdict = verdict
+
+
+def _epoch(value: Any) -> float:
+    """``fetched_at`` as epoch seconds: numbers as they are, ISO 8601 strings parsed, else now."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return time.time()
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.timestamp()
+    return time.time()
+
+
+def item_page(adapter: ItemAdapter, html_field: str = "html") -> Page:
+    """The page of an item: the parsed one in ``page`` (removed from the item), else
+    ``html_field`` parsed, else a page made of the item's ``url``, ``title`` and ``text``."""
+    page = adapter.pop("page", None)
+    if isinstance(page, Page):
+        return page
+    url = str(adapter.get("url") or "")
+    html = adapter.get(html_field)
+    if html:
+        return parse_page(html, url)
+    text = str(adapter.get("text") or "")
+    return Page(url=url, title=str(adapter.get("title") or ""), text=text, sentences=split_sentences(text),
+                url_tokens=url_tokens(url), extraction="item")
+
+
+class DedupPipeline:
+    """Near-duplicate check of every item; drops those whose status is in ``DEDUP_DROP``."""
+
+    def __init__(self, *, index_uri: str, config: DedupConfig, dropped_log: str | Path,
+                 html_field: str = "html", debug: bool = False, crawler: Crawler | None = None) -> None:
+        self.index_uri = index_uri
+        self.config = config
+        self.dropped_log_path = Path(dropped_log)
+        self.html_field = html_field
+        self.debug = debug
+        self.crawler = crawler
+        self.index: Any = None
+        self.deduplicator: Deduplicator | None = None
+        self._dropped_log: IO[str] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "DedupPipeline":
+        if not is_enabled(crawler.settings):
+            raise NotConfigured("DEDUP_ENABLED is False")
+        # bad settings fail here, when the engine is built, before any request is sent
+        s = read_settings(crawler.settings)
+        return cls(index_uri=s.index, config=s.config, dropped_log=s.dropped_log, html_field=s.html_field,
+                   debug=s.debug, crawler=crawler)
+
+    # -- spider lifecycle ------------------------------------------------------------------------
+    def open_spider(self, spider: Spider | None = None) -> None:
+        from index import open_index
+
+        self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks)
+        self.deduplicator = Deduplicator(self.index, self.config)
+        self.dropped_log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._dropped_log = self.dropped_log_path.open("a", encoding="utf-8")
+        logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s", self.index_uri, len(self.index),
+                    ", ".join(self.config.drop) or "nothing", self.dropped_log_path, extra=self._extra)
+
+    def close_spider(self, spider: Spider | None = None) -> None:
+        if self._dropped_log is not None:
+            self._dropped_log.close()
+            self._dropped_log = None
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+        self.deduplicator = None
+
+    # -- items -----------------------------------------------------------------------------------
+    def process_item(self, item: Any, spider: Spider | None = None) -> Any:
+        adapter = ItemAdapter(item)
+        url = adapter.get("url")
+        assert self.deduplicator is not None, "open_spider() was not called"
+        try:
+            page = item_page(adapter, self.html_field)
+            verdict = self.deduplicator.process(page, fetched_at=_epoch(adapter.get("fetched_at")))
+        except Exception as exc:  # one bad page must not stop the crawl; the traceback is logged
+            logger.exception("Dedup check failed for %s; keeping the item unchecked", url, extra=self._extra)
+            self._inc("dedup/errors")
+            self._set_dedup(adapter, {"status": "error", "duplicate_of": None, "rule": "error", "scores": {},
+                                      "error": f"{type(exc).__name__}: {exc}", "algorithm": ALGORITHM,
+                                      "kept": True})
+            return item
+        self._set_dedup(adapter, verdict.to_dict())
+        self._inc(f"dedup/{verdict.status}")
+        if verdict.kept:
+            self._inc("dedup/kept")
+            return item
+        self._inc("dedup/dropped")
+        self._log_dropped(adapter, verdict)
+        raise DuplicateDropped(
+            f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
+            verdict, log_level="INFO" if self.debug else "DEBUG")
+
+    def _log_dropped(self, adapter: ItemAdapter, verdict: Verdict) -> None:
+        assert self._dropped_log is not None
+        line = {
+            "url": adapter.get("url"),
+            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "verdict": verdict.to_dict(),
+            "item": adapter.asdict(),
+        }
+        self._dropped_log.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        self._dropped_log.flush()  # a crash loses nothing already decided
+
+    def _set_dedup(self, adapter: ItemAdapter, verdict: dict[str, Any]) -> None:
+        try:
+            adapter["dedup"] = verdict
+        except KeyError:  # an Item class without a dedup field: the verdict is only in the index/log
+            if not getattr(self, "_warned_field", False):
+                self._warned_field = True
+                logger.warning("%s has no 'dedup' field; verdicts are not recorded on items",
+                               type(adapter.item).__name__, extra=self._extra)
+
+    def _inc(self, key: str) -> None:
+        if self.crawler is not None and self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key)
+
+    @property
+    def _extra(self) -> dict[str, Any]:
+        return {"spider": self.crawler.spider if self.crawler is not None else None}
+
+
+class IndexPipeline:
+    """Writes the items that survive dedup to the search index at ``DEDUP_INDEX``."""
+
+    FIELDS = ("url", "title", "text", "fetched_at", "dedup")
+
+    def __init__(self, *, index_uri: str, crawler: Crawler | None = None) -> None:
+        self.index_uri = index_uri
+        self.crawler = crawler
+        self.search: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> "IndexPipeline":
+        if not is_enabled(crawler.settings):
+            raise NotConfigured("DEDUP_ENABLED is False")
+        return cls(index_uri=read_settings(crawler.settings).index, crawler=crawler)
+
+    def open_spider(self, spider: Spider | None = None) -> None:
+        from index import open_search
+
+        self.search = open_search(self.index_uri)
+
+    def close_spider(self, spider: Spider | None = None) -> None:
+        if self.search is not None:
+            self.search.close()
+            self.search = None
+
+    def process_item(self, item: Any, spider: Spider | None = None) -> Any:
+        adapter = ItemAdapter(item)
+        doc = {name: adapter.get(name) for name in self.FIELDS}
+        doc["fetched_at"] = _epoch(doc["fetched_at"])
+        try:
+            self.search.add(doc)
+        except Exception:  # the item is still exported; the index misses it, which the stats show
+            logger.exception("Search index %s failed to add %s", self.index_uri, doc["url"],
+                             extra={"spider": self.crawler.spider if self.crawler is not None else None})
+            if self.crawler is not None and self.crawler.stats is not None:
+                self.crawler.stats.inc_value("dedup/index/errors")
+            return item
+        if self.crawler is not None and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("dedup/index/added")
+        return item

@@ -1,0 +1,1 @@
+"""Spiders of the ``crawler`` project: ``site`` (:mod:`crawler.spiders.site`)."""

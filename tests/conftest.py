@@ -1,0 +1,102 @@
+"""Shared fixtures: the sample site in a subprocess, and real ``scrapy crawl`` runs against it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+
+
+def clean_env() -> dict[str, str]:
+    """The test process's environment with NLTK_DATA set and no proxies (loopback only)."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env["NLTK_DATA"] = str(ROOT / ".nltk_data")
+    return env
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    """``http://127.0.0.1:PORT/`` of ``python -m crawler.sample_site`` on a free port; stopped by PID."""
+    proc = subprocess.Popen([sys.executable, "-m", "crawler.sample_site", "--port", "0"], cwd=ROOT,
+                            env=clean_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("serving http://127.0.0.1:"), f"sample site printed {line!r}"
+        yield line.split(" ", 1)[1]
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stdout.close()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@dataclass
+class Crawl:
+    """One finished ``scrapy crawl site`` run and its outputs."""
+
+    returncode: int
+    log: str
+    seconds: float
+    index: Path
+    dropped_log: Path
+    items_path: Path
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.items_path)
+
+    @property
+    def dropped(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.dropped_log)
+
+
+def run_crawl(url: str, out: Path, *settings: str, index: Path | None = None, items: str = "items.jsonl",
+              dropped: str = "dropped.jsonl", spider_args: Sequence[str] = (), timeout: float = 120) -> Crawl:
+    """``scrapy crawl site`` from the repo root, fast loopback settings; extra ``-s`` pairs in
+    ``settings``, extra ``-a`` pairs in ``spider_args``."""
+    out.mkdir(parents=True, exist_ok=True)
+    index = index or out / "index"
+    cmd = [SCRAPY, "crawl", "site", "-a", f"start_url={url}",
+           "-s", f"DEDUP_INDEX=local://{index}", "-s", f"DEDUP_DROPPED_LOG={out / dropped}",
+           "-O", str(out / items),
+           "-s", "CONCURRENT_REQUESTS=1", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "DOWNLOAD_DELAY=0",
+           "-s", "LOG_LEVEL=INFO"]
+    for setting in settings:
+        cmd += ["-s", setting]
+    for arg in spider_args:
+        cmd += ["-a", arg]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=timeout)
+    return Crawl(proc.returncode, proc.stderr + proc.stdout, time.perf_counter() - start, index,
+                 out / dropped, out / items)
+
+
+@pytest.fixture(scope="session")
+def subprocess_env() -> dict[str, str]:
+    """:func:`clean_env`, for tests that start their own subprocesses."""
+    return clean_env()
+
+
+@pytest.fixture(scope="session")
+def crawl() -> Callable[..., Crawl]:
+    """:func:`run_crawl`, for tests that want it as a fixture."""
+    return run_crawl

@@ -1,0 +1,294 @@
+"""Real ``scrapy crawl site`` runs against the sample site on loopback, checked against expected.json;
+and the ``site`` spider's parsing and arguments, on hand-made responses."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from scrapy.http import HtmlResponse, Response
+from scrapy.crawler import AsyncCrawlerRunner
+from scrapy.utils.test import get_reactor_settings
+
+from crawler.items import PageItem
+from crawler.sample_site import load_expected, manifest_key
+from crawler.spiders.site import SiteSpider
+from dedup.page import Page
+from index import open_index, open_search
+
+CRAWL = pytest.mark.crawl  # the tests that run at least one real crawl
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = load_expected()
+GROUPS = MANIFEST["groups"]
+EXACT = [g for g in GROUPS if g["kind"] == "exact"]
+NEAR = [g for g in GROUPS if g["kind"] == "near"]
+SAME_TITLE = [g for g in GROUPS if g["kind"] == "distinct_same_title"]
+ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
+FLAGGED = ("near_duplicate", "duplicate")
+
+
+def by_path(records):
+    """manifest path -> verdict, from exported items (``dedup``) or dropped-log lines (``verdict``)."""
+    out = {}
+    for r in records:
+        key = manifest_key(r["url"])
+        assert key not in out, f"{key} recorded twice"
+        out[key] = r.get("dedup") or r.get("verdict")
+    return out
+
+
+def index_statuses(index: Path) -> dict[str, str]:
+    idx = open_index(f"local://{index}")
+    try:
+        return {manifest_key(r.url): r.status for r in idx.iter_records()}
+    finally:
+        idx.close()
+
+
+@pytest.fixture(scope="module")
+def first(site_url, crawl, tmp_path_factory):
+    result = crawl(site_url, tmp_path_factory.mktemp("first"))
+    assert result.returncode == 0, result.log[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def kept(first):
+    return by_path(first.items)
+
+
+@pytest.fixture(scope="module")
+def dropped(first):
+    return by_path(first.dropped)
+
+
+@CRAWL
+def test_every_url_fetched_once_variants_distinct(first, kept, dropped):
+    assert not set(kept) & set(dropped)
+    assert sorted(set(kept) | set(dropped)) == ALL_PATHS
+    assert re.search(r"'item_scraped_count': %d\b" % len(kept), first.log)
+    assert first.seconds < 60
+
+
+@CRAWL
+@pytest.mark.parametrize("group", EXACT, ids=lambda g: g["name"])
+def test_exact_copies_one_kept_rest_dropped(group, kept, dropped):
+    members = set(group["paths"])
+    survivors = members & set(kept)
+    assert len(survivors) == 1, f"kept {sorted(survivors)}"
+    assert kept[survivors.pop()]["status"] == "unique"
+    for path in members - set(kept):
+        verdict = dropped[path]
+        assert verdict["status"] == "exact_duplicate", (path, verdict)
+        assert manifest_key(verdict["duplicate_of"]) in members, (path, verdict["duplicate_of"])
+        assert verdict["kept"] is False
+
+
+@CRAWL
+@pytest.mark.parametrize("group", NEAR, ids=lambda g: g["name"])
+def test_near_copies_all_kept_and_flagged(group, kept):
+    members = group["paths"]
+    assert set(members) <= set(kept), f"dropped: {sorted(set(members) - set(kept))}"
+    statuses = Counter(kept[p]["status"] for p in members)
+    assert statuses["unique"] == 1, {p: kept[p]["status"] for p in members}
+    for path in members:
+        verdict = kept[path]
+        if verdict["status"] != "unique":
+            assert verdict["status"] in FLAGGED, (path, verdict)
+            assert manifest_key(verdict["duplicate_of"]) in members, (path, verdict["duplicate_of"])
+
+
+@CRAWL
+@pytest.mark.parametrize("group", SAME_TITLE, ids=lambda g: g["name"])
+def test_same_title_distinct_pages_all_kept(group, kept):
+    assert set(group["paths"]) <= set(kept)
+    assert {kept[p]["rule"] for p in group["paths"]}.isdisjoint({"title_anchor"})
+
+
+@CRAWL
+@pytest.mark.parametrize("group", SAME_TITLE, ids=lambda g: g["name"])
+def test_same_title_distinct_pages_all_unique(group, kept):
+    assert {p: kept[p]["status"] for p in group["paths"]} == {p: "unique" for p in group["paths"]}
+
+
+@CRAWL
+def test_unique_pages_kept_as_unique(kept):
+    assert {p: kept[p]["status"] for p in MANIFEST["unique"]} == {p: "unique" for p in MANIFEST["unique"]}
+
+
+@CRAWL
+def test_exported_item_fields(first):
+    for item in first.items:
+        assert set(item) == {"url", "title", "text", "fetched_at", "dedup"}, item.keys()
+        assert item["url"].startswith("http://127.0.0.1:") and item["title"] and item["text"]
+        assert isinstance(item["fetched_at"], float)
+        assert {"status", "duplicate_of", "rule", "scores"} <= set(item["dedup"])
+        assert item["dedup"]["kept"] is True
+
+
+@CRAWL
+def test_dropped_log_lines(first):
+    assert first.dropped
+    for line in first.dropped:
+        assert set(line) == {"url", "time", "verdict", "item"}
+        assert datetime.fromisoformat(line["time"].replace("Z", "+00:00")).utcoffset().total_seconds() == 0
+        assert line["item"]["url"] == line["url"]
+        assert "page" not in line["item"] and line["item"]["text"]
+        assert line["item"]["dedup"] == line["verdict"]
+
+
+@CRAWL
+def test_index_holds_the_kept_pages(first, kept):
+    assert index_statuses(first.index) == {p: v["status"] for p, v in kept.items()}
+    search = open_search(f"local://{first.index}")
+    try:
+        assert search.count() == len(kept)
+        assert {manifest_key(d["url"]): d["dedup"]["status"] for d in search.iter_docs()} == \
+            {p: v["status"] for p, v in kept.items()}
+    finally:
+        search.close()
+
+
+@CRAWL
+def test_stats_and_drop_logging(first, kept, dropped):
+    statuses = Counter(v["status"] for v in kept.values()) + Counter(v["status"] for v in dropped.values())
+    for status, n in statuses.items():
+        assert re.search(r"'dedup/%s': %d\b" % (status, n), first.log), status
+    assert re.search(r"'dedup/kept': %d\b" % len(kept), first.log)
+    assert re.search(r"'dedup/dropped': %d\b" % len(dropped), first.log)
+    assert "dedup/errors" not in first.log
+    # the noisy-event-once pattern: one drop at INFO, pointing at DEDUP_DEBUG
+    drops = re.findall(r"\[scrapy\.core\.scraper\] INFO: Dropped: (.*)", first.log)
+    assert len(drops) == 1 and "DEDUP_DEBUG" in drops[0], drops
+
+
+@CRAWL
+def test_second_crawl_drops_everything(site_url, crawl, first, tmp_path):
+    before = index_statuses(first.index)
+    again = crawl(site_url, tmp_path, index=first.index)
+    assert again.returncode == 0, again.log[-3000:]
+    assert again.items == []
+    assert sorted(by_path(again.dropped)) == ALL_PATHS
+    assert {v["status"] for v in by_path(again.dropped).values()} == {"exact_duplicate"}
+    assert index_statuses(first.index) == before
+
+
+@CRAWL
+def test_jobdir_pause_and_resume_matches_uninterrupted_crawl(site_url, crawl, tmp_path):
+    ref = crawl(site_url, tmp_path / "ref", f"JOBDIR={tmp_path / 'ref' / 'job'}")
+    assert ref.returncode == 0, ref.log[-3000:]
+
+    out = tmp_path / "paused"
+    job = f"JOBDIR={out / 'job'}"
+    part = crawl(site_url, out, job, "CLOSESPIDER_PAGECOUNT=12", items="items1.jsonl")
+    assert part.returncode == 0, part.log[-3000:]
+    assert "'finish_reason': 'closespider_pagecount'" in part.log
+    done_first = index_statuses(out / "index")
+    assert 0 < len(done_first) < len(index_statuses(ref.index))
+
+    rest = crawl(site_url, out, job, items="items2.jsonl")
+    assert rest.returncode == 0, rest.log[-3000:]
+    assert "Resuming crawl" in rest.log
+    assert "'finish_reason': 'finished'" in rest.log
+    # nothing fetched twice, nothing missed
+    seen = [manifest_key(i["url"]) for i in part.items + rest.items] + \
+           [manifest_key(d["url"]) for d in rest.dropped]  # one dropped log, appended by both runs
+    assert sorted(seen) == ALL_PATHS
+    assert index_statuses(out / "index") == index_statuses(ref.index)
+
+
+@CRAWL
+def test_addon_enables_dedup_in_another_project(site_url, subprocess_env, tmp_path):
+    """A project-less CrawlerProcess with only ADDONS set gets both pipelines and the log formatter."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys\n"
+        "from scrapy.crawler import CrawlerProcess\n"
+        "from crawler.spiders.site import SiteSpider\n"
+        "process = CrawlerProcess({\n"
+        "    'ADDONS': {'crawler.addon.DedupAddon': 100},\n"
+        f"    'DEDUP_INDEX': 'local://{tmp_path / 'index'}',\n"
+        f"    'FEEDS': {{'{tmp_path / 'items.jsonl'}': {{'format': 'jsonlines', 'fields': ['url', 'dedup']}}}},\n"
+        "    'LOG_LEVEL': 'INFO',\n"
+        "})\n"
+        "process.crawl(SiteSpider, start_url=sys.argv[1])\n"
+        "process.start()\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script), site_url], cwd=tmp_path,
+                          env={**subprocess_env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = proc.stderr
+    assert "crawler.pipelines.DedupPipeline" in log and "crawler.pipelines.IndexPipeline" in log
+    items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    dropped = [json.loads(line) for line in (tmp_path / "index" / "dropped.jsonl").read_text().splitlines()]
+    assert sorted({manifest_key(i["url"]) for i in items} | {manifest_key(d["url"]) for d in dropped}) == ALL_PATHS
+    assert len(re.findall(r"INFO: Dropped: .*DEDUP_DEBUG", log)) == 1
+
+
+# -- the spider -----------------------------------------------------------------------------------
+
+def _spider(**kwargs) -> SiteSpider:
+    """The spider as ``Crawler.crawl`` makes it: created before the settings are frozen."""
+    runner = AsyncCrawlerRunner({"REMOTE_CONTROL_ENABLED": False, **get_reactor_settings()})
+    crawler = runner.create_crawler(SiteSpider)
+    spider = SiteSpider.from_crawler(crawler, **kwargs)
+    crawler._apply_settings()
+    return spider
+
+
+def test_spider_yields_a_parsed_page_and_follows_same_origin_links_verbatim():
+    spider = _spider(start_url="http://a.example:8080/")
+    body = (b"<html><head><title>Roof</title></head><body><article><p>The council voted to repair the roof."
+            b"</p></article><a href='/b.html;jsessionid=X1?utm_source=n&amp;utm_medium=e'>b</a>"
+            b"<a href='http://a.example:8080/print/b.html'>print</a><a href='http://a.example/c.html'>port 80</a>"
+            b"<a href='https://other.example/'>other</a><a href='/logo.png'>logo</a></body></html>")
+    response = HtmlResponse("http://a.example:8080/a.html?sid=1", body=body,
+                            headers={"Content-Type": "text/html; charset=utf-8"})
+    item, *requests = list(spider.parse(response))
+    assert isinstance(item, PageItem) and isinstance(item["page"], Page)
+    assert item["url"] == "http://a.example:8080/a.html?sid=1" and item["title"] == "Roof"
+    assert item["text"] == item["page"].text and "council" in item["text"]
+    assert isinstance(item["fetched_at"], float)
+    assert [r.url for r in requests] == ["http://a.example:8080/b.html;jsessionid=X1?utm_source=n&utm_medium=e",
+                                         "http://a.example:8080/print/b.html"]
+
+
+def test_spider_skips_and_counts_non_html_responses():
+    spider = _spider(start_url="http://a.example/")
+    pdf = Response("http://a.example/report", body=b"%PDF-1.4", headers={"Content-Type": "application/pdf"})
+    assert list(spider.parse(pdf)) == []
+    assert spider.crawler.stats.get_value("site/non_html") == 1
+    assert spider.crawler.stats.get_value("site/non_html/application/pdf") == 1
+
+
+def test_spider_arguments():
+    spider = _spider(start_url="http://a.example/, http://b.example/x", allow=r"/news/", max_pages="5",
+                     max_depth="2")
+    assert spider.start_urls == ["http://a.example/", "http://b.example/x"]
+    assert spider.follows("http://c.example/news/1") and not spider.follows("http://a.example/about")
+    assert spider.crawler.settings.getint("CLOSESPIDER_PAGECOUNT") == 5
+    assert spider.crawler.settings.getint("DEPTH_LIMIT") == 2
+    for bad, message in [({}, "start_url"), ({"start_url": "ftp://a/"}, "start_url"),
+                         ({"start_url": "http://a/", "max_pages": "many"}, "max_pages"),
+                         ({"start_url": "http://a/", "max_depth": "-1"}, "max_depth"),
+                         ({"start_url": "http://a/", "allow": "("}, "allow")]:
+        with pytest.raises(ValueError, match=message):
+            _spider(**bad)
+
+
+@CRAWL
+def test_crawl_with_allow_and_max_pages(site_url, crawl, tmp_path):
+    result = crawl(site_url, tmp_path, spider_args=[r"allow=/articles/[a-z-]+\.html$", "max_pages=6"])
+    assert result.returncode == 0, result.log[-3000:]
+    assert "'finish_reason': 'closespider_pagecount'" in result.log
+    urls = [manifest_key(i["url"]) for i in result.items + result.dropped]
+    assert urls and urls[0] == "/"
+    assert 1 < len(urls) <= 6  # 6 responses, robots.txt's included
+    assert all(re.fullmatch(r"/articles/[a-z-]+\.html", u) for u in urls[1:]), urls
