@@ -1,0 +1,50 @@
+import json
+
+import numpy as np
+
+from dedup.features import Featurizer
+from dedup.keys import content_hash, normalise_text, title_key
+from dedup.page import parse_page
+from dedup.record import Record
+
+HTML = ("<html><head><title>Bridge closes</title></head><body><nav><a href='/'>Home</a></nav><article>"
+        + "".join(f"<p>Sentence {w} about the harbour bridge repairs and the ferries that replace it.</p>"
+                  for w in ("one", "two", "three", "four", "five", "six"))
+        + "</article></body></html>")
+
+
+def test_content_hash_ignores_case_punctuation_and_spacing():
+    assert content_hash("Hello,   World!") == content_hash("hello world")
+    assert content_hash("Hello world") != content_hash("Hello there world")
+    assert len(content_hash("x")) == 32 and content_hash("  ...  ") == ""
+    assert normalise_text("Ｆｕｌｌ－ｗｉｄｔｈ") == "full width"  # NFKC
+
+
+def test_title_key_needs_same_title_and_anchor_count():
+    assert title_key("Search results – Gazette", 12) == title_key("search results gazette", 12)
+    assert title_key("Search results", 12) != title_key("Search results", 13)
+    assert title_key("", 3) == ""
+
+
+def test_features_and_record_round_trip():
+    page = parse_page(HTML, "http://a.example/bridge")
+    f = Featurizer()(page)
+    assert f.sentences == 6 and f.chunks.size == 6
+    assert f.shingle_count == f.shingles.size > 0
+    assert f.signature.vector.shape == (150,) and f.signature.vector.any()
+    assert f.tdw.hashes.dtype == np.uint64 and np.all(np.diff(f.tdw.hashes.astype(np.float64)) > 0)
+    rec = f.to_record(page, status="unique")
+    again = Record.from_dict(json.loads(json.dumps(rec.to_dict())))
+    assert again.simhash == rec.simhash and again.url == rec.url and again.title == "Bridge closes"
+    for name in ("chunks", "terms", "weights", "shingles", "signature"):
+        assert np.array_equal(getattr(again, name), getattr(rec, name)), name
+    assert again.extra["shingle_count"] == f.shingle_count
+
+
+def test_featurizer_rejects_bad_parameters():
+    import pytest
+
+    with pytest.raises(ValueError, match="got 0"):
+        Featurizer(shingle=0)
+    with pytest.raises(ValueError, match="got 4"):
+        Featurizer(sketch=4)
