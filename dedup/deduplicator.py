@@ -228,8 +228,8 @@ class Deduplicator:
         rec_total = int(rec.extra.get("shingle_count", rec.shingles.size))
         cont, resemblance = containment(f.shingles, f.shingle_count, rec.shingles, rec_total,
                                         min_size=self.config.min_shingles)
-        angle_ok, angle = self._duplicate_angle.angle_ok(f.tdw, other)
         tdw_cos = cosine(f.tdw, other)
+        angle_ok, angle = self._duplicate_angle.angle_test(tdw_cos)
         # a record made with another reference text has no comparable signature
         mrc = round(signature_cosine(f.signature.vector, rec.signature), 4) if rec.ref_id == f.signature.ref_id else None
         return {

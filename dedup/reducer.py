@@ -61,7 +61,11 @@ class ComparisonReducer:
 
     def angle_ok(self, a: TermVector, b: TermVector) -> tuple[bool, float]:
         """``(passes, angle in degrees)`` of the cosine test."""
-        angle = math.degrees(math.acos(max(-1.0, min(1.0, cosine(a, b)))))
+        return self.angle_test(cosine(a, b))
+
+    def angle_test(self, cos: float) -> tuple[bool, float]:
+        """``(passes, angle in degrees)`` for an already computed cosine."""
+        angle = math.degrees(math.acos(max(-1.0, min(1.0, cos))))
         return angle <= self.angle + 1e-9, angle
 
     def passes(self, a_terms: np.ndarray, a_sentences: int, b_terms: np.ndarray, b_sentences: int) -> str | None:
