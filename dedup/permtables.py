@@ -25,11 +25,15 @@ shared by all tables::
     | table index (tb bits) | top 32 - tb bits of the permuted key | row (32 bits) |
 
 Sorting by that integer sorts by table, then key prefix; the row makes entries unique and
-points at the fingerprint and doc id.  One ``searchsorted`` over all tables at once finds,
-per table, the entries whose truncated key equals the query's prefix (a superset of the
-exact prefix range when P > 32 - tb, so a few extra candidates), then the stored
-fingerprints of those rows are checked for distance <= k (the check is exact, so the
-truncation costs time, never correctness).  8 bytes per entry and table, plus 16 per row.
+points at the fingerprint and doc id.  The entries a query needs, in every table, are the
+ones whose stored key bits equal its prefix: a range of the sorted array (a superset of
+the exact prefix range when P > 32 - tb, so a few extra candidates).  The fingerprints of
+those rows are then checked for distance <= k, which is exact, so truncating the key
+costs time, never correctness.  A binary search per table would be ~28 dependent cache
+misses at 10M fingerprints, so each sorted array has a directory (``_Run``) of where each
+bucket of entries (same table and first d key bits, 8-16 entries on average) starts: all
+tables' ranges come from a few vectorised reads.  Memory: 8 bytes per entry and table,
+16 per row, and 4 per directory bucket (8-16 bytes per row with 20 tables).
 
 Inserts: rows are appended; the newest rows (up to ``buffer_size``) are the unsorted
 buffer, which queries scan by brute force.  A full buffer is turned into entries, sorted
@@ -73,6 +77,7 @@ _U64 = np.uint64
 _ROW_BITS = 32  # low bits of an entry: row number, so at most 2**32 rows per shard
 _ROW_MASK = _U64((1 << _ROW_BITS) - 1)
 _MAX_TABLES = 10_000
+_QUERY_CHUNK = 4096  # query_many works on this many fingerprints at a time (bounded temporaries)
 _EMPTY = np.empty(0, dtype=_U64)
 
 
@@ -101,11 +106,14 @@ class _Layout:
         self.low_mask = np.array(low, dtype=_U64)[:, None]  # non-prefix bits of each key
         self.prefix_mask = ~self.low_mask
         # entry = table index in the top tb bits | key >> shift (its top 32 - tb bits) | row
-        tb = (self.n_tables - 1).bit_length()
+        self.tb = tb = (self.n_tables - 1).bit_length()
         self.shift = _U64(tb + _ROW_BITS)
         tables = np.arange(self.n_tables, dtype=_U64)
         self.table_part = (tables << _U64(64 - tb) if tb else tables)[:, None]  # 0 when tb = 0
         self.table_span = _U64(MASK64 >> tb)  # table t's entries: table_part[t] | 0 .. table_span
+        # bounds(): the prefix bits as they sit in an entry, and the rest (row included)
+        self._lo_mask = (self.prefix_mask >> self.shift) << _U64(_ROW_BITS)
+        self._hi_bits = self.table_part | ((self.low_mask >> self.shift) << _U64(_ROW_BITS)) | _ROW_MASK
 
     def permute(self, x: np.ndarray, table: int | None = None) -> np.ndarray:
         """Keys of uint64 fingerprints ``x``: shape (tables, len(x)), or (len(x),) for one table."""
@@ -116,13 +124,13 @@ class _Layout:
         return np.bitwise_or.reduce(v << self.dst[table], axis=0)
 
     def entries(self, keys: np.ndarray, rows: np.ndarray, table: int) -> np.ndarray:
+        """Entries of table ``table`` for its keys ``keys`` of the rows ``rows``."""
         return self.table_part[table] | ((keys >> self.shift) << _U64(_ROW_BITS)) | rows
 
     def bounds(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First and last possible entry sharing each (tables, m) key's prefix."""
-        lo = self.table_part | (((keys & self.prefix_mask) >> self.shift) << _U64(_ROW_BITS))
-        hi = self.table_part | (((keys | self.low_mask) >> self.shift) << _U64(_ROW_BITS)) | _ROW_MASK
-        return lo, hi
+        stored = (keys >> self.shift) << _U64(_ROW_BITS)  # the key bits an entry keeps
+        return (stored & self._lo_mask) | self.table_part, stored | self._hi_bits
 
     def route(self, keys: np.ndarray, shard_bits: int) -> np.ndarray:
         """Shard numbers of ``keys``: their top ``shard_bits`` bits."""
@@ -152,6 +160,102 @@ def _layout(k: int, blocks: int, f: int, shard_bits: int) -> _Layout:
             f"table key (got shard_bits={shard_bits}, k={k}, blocks={blocks})"
         )
     return layout
+
+
+class _Run:
+    """A sorted array of entries plus a directory: where each bucket of entries (same top
+    ``bits`` bits, i.e. table index and first d key bits) starts.  Finding a key range is
+    then two reads instead of a ~28-step binary search, whose dependent cache misses make
+    up most of a query at 10M fingerprints.  d keeps 8-16 entries per bucket on average;
+    a bucket costs 4 bytes (uint32 offsets).
+
+    Merges happen in place in a buffer with spare room (grown by a quarter when full):
+    touching freshly allocated memory (page faults) costs more than the merge itself, and
+    a copy would need a second full-size array."""
+
+    def __init__(self, layout: _Layout, entries: np.ndarray = _EMPTY):
+        self._tb, self._n_tables = layout.tb, layout.n_tables
+        self._buf, self._n = entries, len(entries)
+        self._owned = False  # a borrowed array (or one handed out) is never written to
+        self._rebuild()
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def entries(self) -> np.ndarray:
+        return self._buf[: self._n]
+
+    def export(self) -> np.ndarray:
+        """The entries, for the caller to keep: later merges will not write to them."""
+        self._owned = False
+        return self.entries
+
+    def _bits(self, n: int) -> int:
+        d = max(n // self._n_tables // 8, 1).bit_length() - 1
+        return max(1, self._tb + min(d, 32 - self._tb))  # buckets no finer than the stored key bits
+
+    def _rebuild(self) -> None:
+        bits = self._bits(self._n)
+        self.shift = _U64(64 - bits)
+        counts = np.zeros(1 << bits, dtype=np.int64)
+        for i in range(0, self._n, 1 << 24):  # in chunks: no full-size temporary
+            chunk = self._buf[i:min(i + (1 << 24), self._n)]
+            counts += np.bincount((chunk >> self.shift).astype(np.intp), minlength=1 << bits)
+        dtype = np.uint32 if self._n < 1 << 32 else np.int64
+        self.dir = np.zeros((1 << bits) + 1, dtype=dtype)
+        self.dir[1:] = np.cumsum(counts)
+
+    def merge(self, new: np.ndarray, *, adopt: bool = False) -> None:
+        """Merge in the sorted entries ``new`` (``adopt``: into an empty run, take the array
+        itself, which nobody else may use)."""
+        n, m = self._n, len(new)
+        if not m:
+            return
+        if adopt and not n:
+            self._buf, self._n, self._owned = new, m, True
+            self._rebuild()
+            return
+        if not self._owned or n + m > len(self._buf):
+            buf = np.empty((n + m) * 5 // 4, dtype=_U64)
+            buf[:n] = self._buf[:n]
+            self._buf, self._owned = buf, True
+        self._buf[n:n + m] = new
+        self._n = n + m
+        self.entries.sort(kind="stable")  # timsort finds the two sorted runs: an O(n) merge
+        if self._bits(self._n) != 64 - int(self.shift) or self._n >= 1 << 32:
+            self._rebuild()  # the size doubled: new bucket width
+        else:  # every bucket starts later by the number of new entries in earlier buckets
+            added = np.bincount((new >> self.shift).astype(np.intp), minlength=len(self.dir) - 1)
+            np.cumsum(added, out=added)
+            np.add(self.dir[1:], added, out=self.dir[1:], casting="unsafe")
+
+    def absorb(self, other: "_Run") -> None:
+        """Merge ``other`` in and empty it (keeping its buffer for reuse)."""
+        if not self._n:  # just swap arrays: nothing to merge
+            self._buf, other._buf = other._buf, self._buf
+            self._n, other._n = other._n, self._n
+            self._owned, other._owned = other._owned, self._owned
+            self.shift, self.dir = other.shift, other.dir
+        else:
+            self.merge(other.entries)
+            other._n = 0
+        other._rebuild()
+
+    def ranges(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Index ranges [start, end) covering every entry in [lo[i], hi[i]] (whole buckets,
+        so possibly more; crowded buckets are narrowed by binary search)."""
+        start = self.dir[lo >> self.shift].astype(np.int64)
+        end = self.dir[(hi >> self.shift) + _U64(1)].astype(np.int64)
+        for i in np.flatnonzero(end - start > 64).tolist():  # duplicates, clustered keys
+            base, part = start[i], self.entries[start[i]:end[i]]
+            start[i], end[i] = base + part.searchsorted(lo[i]), base + part.searchsorted(hi[i], "right")
+        return start, end
+
+    def find(self, lo, hi) -> np.ndarray:
+        """Rows of the entries in [lo, hi] (scalars)."""
+        part = self.entries[self.entries.searchsorted(lo): self.entries.searchsorted(hi, "right")]
+        return (part & _ROW_MASK).astype(np.int64)
 
 
 def _check_fp(fingerprint: int) -> int:
@@ -213,7 +317,7 @@ class TableShard:
         self._fp = np.empty(buffer_size, dtype=_U64)  # rows [0, _n): stored pairs
         self._id = np.empty(buffer_size, dtype=np.int64)  # -1: removed
         self._n = self._merged = self._dead = 0  # rows [_merged, _n) are the buffer
-        self._main = self._delta = _EMPTY  # sorted entries (see the module docstring)
+        self._main, self._delta = _Run(self._layout), _Run(self._layout)  # sorted entries
 
     # -- adding -------------------------------------------------------------------------
     def _routed(self, keys: np.ndarray) -> np.ndarray:
@@ -254,23 +358,23 @@ class TableShard:
         lay = self._layout
         rows = np.arange(self._merged, self._n, dtype=_U64)
         rows = rows[self._id[self._merged:self._n] >= 0]  # rows removed while buffered
-        fps, parts = self._fp[rows.astype(np.int64)], []
+        fps = self._fp[rows.astype(np.int64)]
+        new, n = np.empty(len(rows) * lay.n_tables, dtype=_U64), 0
         for t in range(lay.n_tables):
             keys, t_rows = lay.permute(fps, t), rows
             if self.shard_bits:
                 mine = self._routed(keys)
                 keys, t_rows = keys[mine], rows[mine]
-            parts.append(np.sort(lay.entries(keys, t_rows, t)))
-        # tables occupy increasing ranges of entries, so the sorted parts concatenate sorted
-        new = np.concatenate(parts)
+            new[n:n + len(keys)] = lay.entries(keys, t_rows, t)
+            new[n:n + len(keys)].sort()
+            n += len(keys)
+        # tables occupy increasing ranges of entries, so the per-table sorted parts are sorted
         self._merged = self._n
-        # two sorted runs: the stable sort (timsort) finds them and just merges, in O(n)
-        self._delta = np.sort(np.concatenate([self._delta, new]), kind="stable")
+        self._delta.merge(new[:n], adopt=True)
         per_flush = self.buffer_size * lay.n_tables
         limit = max(4 * per_flush, math.isqrt(2 * per_flush * len(self._main)))
         if into_main or len(self._delta) > limit:
-            self._main = np.sort(np.concatenate([self._main, self._delta]), kind="stable")
-            self._delta = _EMPTY
+            self._main.absorb(self._delta)
 
     # -- querying -----------------------------------------------------------------------
     def _lookup(self, fps: np.ndarray, keys: np.ndarray, routed: np.ndarray | None):
@@ -278,27 +382,28 @@ class TableShard:
         (table, query) pairs where ``routed`` is true (all if None), and in the buffer.
         Returns (query index, doc id, distance) arrays; a doc id may repeat."""
         lo, hi = self._layout.bounds(keys)
-        query = np.broadcast_to(np.arange(len(fps)), keys.shape)
-        if routed is None:
-            lo, hi, query = lo.ravel(), hi.ravel(), query.ravel()
+        if routed is None:  # flattened (tables, m): query index = position % m
+            lo, hi, query = lo.ravel(), hi.ravel(), np.arange(lo.size) % len(fps)
         else:
-            lo, hi, query = lo[routed], hi[routed], query[routed]
+            lo, hi, query = lo[routed], hi[routed], np.nonzero(routed)[1]
         cand_q, cand_rows = [], []
-        for entries in (self._main, self._delta):
-            if not len(entries):
+        for run in (self._main, self._delta):
+            if not len(run):
                 continue
-            start = entries.searchsorted(lo)
-            count = entries.searchsorted(hi, side="right") - start
+            start, end = run.ranges(lo, hi)
+            count = end - start
             total = int(count.sum())
-            if total:  # indexes start[i] .. start[i] + count[i] - 1 for every i, flattened
+            if total:  # indexes start[i] .. end[i] - 1 for every i, flattened
                 first = np.repeat(start - (np.cumsum(count) - count), count)
-                cand_rows.append(entries[first + np.arange(total)] & _ROW_MASK)
-                cand_q.append(np.repeat(query, count))
+                found = run.entries[first + np.arange(total)]
+                inside = (found >= np.repeat(lo, count)) & (found <= np.repeat(hi, count))
+                cand_rows.append(found[inside] & _ROW_MASK)
+                cand_q.append(np.repeat(query, count)[inside])
         n_buf = self._n - self._merged
         if n_buf:  # the buffer is small and unsorted: brute force, one query at a time
             buf = self._fp[self._merged:self._n]
             for q in range(len(fps)):
-                rows = np.flatnonzero(hamming(buf, fps[q:q + 1]) <= self.k)
+                rows = np.flatnonzero(np.bitwise_count(buf ^ fps[q]) <= self.k)
                 if len(rows):
                     cand_rows.append(rows.astype(_U64) + _U64(self._merged))
                     cand_q.append(np.full(len(rows), q))
@@ -317,10 +422,13 @@ class TableShard:
 
     def query_many(self, fingerprints: np.ndarray) -> list[list[tuple[int, int]]]:
         """``query`` for each fingerprint, vectorised."""
-        fps = to_uint64(fingerprints)
-        keys = self._layout.permute(fps)
-        routed = self._routed(keys) if self.shard_bits else None
-        return _per_query(len(fps), [self._lookup(fps, keys, routed)])
+        fps, out = to_uint64(fingerprints), []
+        for i in range(0, len(fps), _QUERY_CHUNK):
+            chunk = fps[i:i + _QUERY_CHUNK]
+            keys = self._layout.permute(chunk)
+            routed = self._routed(keys) if self.shard_bits else None
+            out += _per_query(len(chunk), [self._lookup(chunk, keys, routed)])
+        return out
 
     # -- removing -----------------------------------------------------------------------
     def remove(self, fingerprint: int, doc_id: int) -> bool:
@@ -337,9 +445,8 @@ class TableShard:
         if len(tables):
             t = int(tables[0])
             lo = self._layout.entries(keys[t], _U64(0), t)[0]
-            for entries in (self._main, self._delta):
-                found = entries[entries.searchsorted(lo): entries.searchsorted(lo | _ROW_MASK, "right")]
-                found = (found & _ROW_MASK).astype(np.int64)
+            for run in (self._main, self._delta):
+                found = run.find(lo, lo | _ROW_MASK)
                 rows.append(found[(self._fp[found] == fps[0]) & (self._id[found] == doc_id)])
         rows = np.concatenate(rows)
         if not len(rows):
@@ -355,7 +462,7 @@ class TableShard:
         live = self._id[: self._n] >= 0
         fps, ids = self._fp[: self._n][live], self._id[: self._n][live]
         self._n = self._merged = self._dead = 0
-        self._main = self._delta = _EMPTY
+        self._main, self._delta = _Run(self._layout), _Run(self._layout)
         self._append(fps, ids)
         self.flush(into_main=True)
 
@@ -365,9 +472,8 @@ class TableShard:
         lo = lay.table_part[table, 0]
         hi = lo | lay.table_span
         total = 0
-        for entries in (self._main, self._delta):
-            part = entries[entries.searchsorted(lo): entries.searchsorted(hi, "right")]
-            total += int((self._id[(part & _ROW_MASK).astype(np.int64)] >= 0).sum())
+        for run in (self._main, self._delta):
+            total += int((self._id[run.find(lo, hi)] >= 0).sum())
         buf = self._fp[self._merged:self._n][self._id[self._merged:self._n] >= 0]
         return total + int(self._routed(lay.permute(buf, table)).sum())
 
@@ -466,15 +572,18 @@ class PermutationTables:
 
     def query_many(self, fingerprints: np.ndarray) -> list[list[tuple[int, int]]]:
         """``query`` for each fingerprint, vectorised over fingerprints and tables."""
-        fps = to_uint64(fingerprints)
-        keys = self._layout.permute(fps)
-        if self.shard_bits == 0:
-            found = [self._shards[0]._lookup(fps, keys, None)] if self._shards else []
-        else:
-            route = self._layout.route(keys, self.shard_bits)
-            found = [self._shards[j]._lookup(fps, keys, route == j)
-                     for j in np.unique(route).tolist() if j in self._shards]
-        return _per_query(len(fps), found)
+        fps, out = to_uint64(fingerprints), []
+        for i in range(0, len(fps), _QUERY_CHUNK):
+            chunk = fps[i:i + _QUERY_CHUNK]
+            keys = self._layout.permute(chunk)
+            if self.shard_bits == 0:
+                found = [self._shards[0]._lookup(chunk, keys, None)] if self._shards else []
+            else:
+                route = self._layout.route(keys, self.shard_bits)
+                found = [self._shards[j]._lookup(chunk, keys, route == j)
+                         for j in np.unique(route).tolist() if j in self._shards]
+            out += _per_query(len(chunk), found)
+        return out
 
     def keys(self, fingerprint: int) -> list[str]:
         """One string per table, ``"t<table>:<key prefix in hex>"``.
@@ -505,9 +614,9 @@ class PermutationTables:
 
     # -- persistence --------------------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
-        """Arrays to persist, e.g. ``np.savez(path, **tables.state())``.  Drops removed
-        rows and merges each shard's buffer and delta into main first, so reloading is
-        a copy, not a sort."""
+        """Arrays to persist, e.g. ``np.savez(path, **tables.state())`` (views of the live
+        arrays: save them before changing the tables).  Drops removed rows and merges each
+        shard's buffer and delta into main first, so reloading needs no sort."""
         out = {"params": np.array([self._k, self._blocks, self._f, self.shard_bits,
                                    self.buffer_size], dtype=np.int64)}
         for j, shard in sorted(self._shards.items()):
@@ -515,7 +624,7 @@ class PermutationTables:
                 shard._compact()
             shard.flush(into_main=True)
             out[f"s{j}.fp"], out[f"s{j}.id"] = shard._fp[: shard._n], shard._id[: shard._n]
-            out[f"s{j}.entries"] = shard._main
+            out[f"s{j}.entries"] = shard._main.export()
         return out
 
     @classmethod
@@ -534,7 +643,7 @@ class PermutationTables:
                     or (len(entries) and int((entries & _ROW_MASK).max()) >= len(fps))):
                 raise ValueError(f"corrupt state for shard {j}")
             shard = tables._shard(j)
-            shard._fp, shard._id, shard._main = fps.copy(), ids.copy(), entries
+            shard._fp, shard._id, shard._main = fps.copy(), ids.copy(), _Run(tables._layout, entries)
             shard._n = shard._merged = len(fps)
             tables._len += shard.count(0) if shard_bits else len(fps)
         return tables

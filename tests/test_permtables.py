@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import subprocess
 import sys
 
@@ -111,7 +112,8 @@ def scenarios(draw):
     queries += draw(st.lists(fingerprints, max_size=5))
     buffer_size = draw(st.sampled_from([1, 2, 3, 7, 4096]))
     bulk = draw(st.booleans())
-    return k, blocks, entries, queries, buffer_size, bulk
+    shard_bits = draw(st.integers(0, 3))  # every setting's prefixes have >= 16 bits
+    return k, blocks, entries, queries, buffer_size, bulk, shard_bits
 
 
 def _build(k, blocks, entries, buffer_size, bulk, **kw) -> PermutationTables:
@@ -128,13 +130,18 @@ def _build(k, blocks, entries, buffer_size, bulk, **kw) -> PermutationTables:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_query_equals_brute_force(scenario):
-    k, blocks, entries, queries, buffer_size, bulk = scenario
+    k, blocks, entries, queries, buffer_size, bulk, shard_bits = scenario
     tables = _build(k, blocks, entries, buffer_size, bulk)
-    assert len(tables) == len(entries)
+    sharded = _build(k, blocks, entries, buffer_size, bulk, shard_bits=shard_bits)
+    assert len(tables) == len(sharded) == len(entries)
     assert tables.n_tables == math.comb(blocks, k)
     for q in queries:
-        assert tables.query(q) == brute(entries, q, k), hex(q)
+        expected = brute(entries, q, k)
+        assert tables.query(q) == expected, hex(q)
+        assert sharded.query(q) == expected, hex(q)
+        assert query_shards(sharded.split(), q) == expected, hex(q)
     assert tables.query_many(np.array(queries, dtype=np.uint64)) == [tables.query(q) for q in queries]
+    assert sharded.query_many(np.array(queries, dtype=np.uint64)) == [tables.query(q) for q in queries]
 
 
 @pytest.mark.parametrize("k,blocks", SETTINGS)
@@ -162,6 +169,25 @@ def test_random_and_clustered_data_equals_brute_force(k, blocks):
     queries += rng.integers(0, 2**64, 50, dtype=np.uint64).tolist()
     for q in queries:
         assert tables.query(q) == brute(entries, q, k), hex(q)
+
+
+def test_prefix_shorter_than_directory_buckets():
+    """k=7, blocks=8: 8-bit prefixes, while 6000 fingerprints per table make the directory
+    buckets finer than that, so one prefix range spans several buckets."""
+    k, blocks = 7, 8
+    rng = np.random.default_rng(11)
+    fps = rng.integers(0, 2**64, 6000, dtype=np.uint64)
+    near = fps[:300] ^ (rng.integers(0, 2**8, 300, dtype=np.uint64) << np.uint64(20))
+    entries = [(fp, doc) for doc, fp in enumerate(fps.tolist() + near.tolist())]
+    tables = PermutationTables(k, blocks, buffer_size=500)
+    for start in range(0, len(entries), 1000):
+        chunk = entries[start:start + 1000]
+        tables.add_many(np.array([fp for fp, _ in chunk], dtype=np.uint64), np.array([d for _, d in chunk]))
+    main = tables.split()[0]._main
+    table_bits = (tables.n_tables - 1).bit_length()
+    assert 64 - int(main.shift) - table_bits > 8  # directory buckets finer than the prefix
+    for q in near.tolist()[:150] + fps[300:350].tolist():
+        assert tables.query(q) == brute(entries, q, k)
 
 
 def test_inserts_across_merge_thresholds_stay_exact():
@@ -312,6 +338,7 @@ def test_sharded_query_equals_unsharded(k, blocks, shard_bits):
              for j in range(2**shard_bits)}
     for shard in alone.values():
         shard.add_many(fps, ids)
+    alone = {j: pickle.loads(pickle.dumps(shard)) for j, shard in alone.items()}  # as if sent away
     assert len(sharded) == len(plain) == len(fps)
     for t in range(plain.n_tables):  # each table holds every pair exactly once, over all shards
         assert sum(shard.count(t) for shard in sharded.split().values()) == len(fps)
@@ -347,6 +374,30 @@ def test_state_round_trip(tmp_path):
             loaded = PermutationTables.from_state(state)
         assert len(loaded) == len(tables) == 2099
         assert [loaded.query(int(fp) ^ 0b101) for fp in fps[:200]] == before
+
+
+def test_state_arrays_are_not_written_later():
+    """state() hands out live arrays and from_state() adopts the given ones: merges that
+    follow, in either object, must not write into them."""
+    rng = np.random.default_rng(4)
+    fps = rng.integers(0, 2**64, 4000, dtype=np.uint64)
+    tables = PermutationTables(2, 4, buffer_size=10)  # small merges: they fit in spare room
+    tables.add_many(fps[:1000], np.arange(1000))
+    for i in range(1000, 1600):  # main grows, with spare room after its entries
+        tables.add(int(fps[i]), i)
+    main = tables.split()[0]._main
+    assert len(main._buf) > len(main)
+    state = tables.state()
+    saved = {name: array.copy() for name, array in state.items()}
+    loaded = PermutationTables.from_state(state)  # shares the arrays with `state`
+    for i in range(1600, 4000):  # through many buffer, delta and main merges
+        tables.add(int(fps[i]), i)
+        loaded.add(int(fps[i]), i)
+    for name, array in state.items():
+        assert np.array_equal(array, saved[name]), name
+    entries = [(fp, doc) for doc, fp in enumerate(fps.tolist())]
+    for q in fps[::40].tolist():
+        assert tables.query(q) == loaded.query(q) == brute(entries, q, 2)
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -386,3 +437,13 @@ def test_bad_values():
 def test_no_crawler_or_search_imports():
     code = "import sys, dedup.permtables; assert not {'scrapy', 'elasticsearch'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_query_many_across_chunks():
+    rng = np.random.default_rng(5)
+    fps = rng.integers(0, 2**64, 3000, dtype=np.uint64)
+    for shard_bits in (0, 2):
+        tables = PermutationTables(3, 6, shard_bits=shard_bits, buffer_size=700)
+        tables.add_many(fps, np.arange(len(fps)))
+        queries = np.concatenate([fps ^ np.uint64(0b1011), rng.integers(0, 2**64, 2000, dtype=np.uint64)])
+        assert tables.query_many(queries) == [tables.query(q) for q in queries.tolist()]
