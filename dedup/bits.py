@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MASK64", "hamming", "to_uint64", "to_hex", "from_hex"]
+__all__ = ["MASK64", "hamming", "to_uint64"]
 
 MASK64 = (1 << 64) - 1
 
@@ -28,14 +28,3 @@ def hamming(a, b) -> np.ndarray:
     b = b if isinstance(b, np.ndarray) and b.dtype == np.uint64 else to_uint64(b)
     return np.bitwise_count(np.bitwise_xor(a, b)).astype(np.int64)
 
-
-def to_hex(fingerprint: int) -> str:
-    """A 64-bit fingerprint as 16 lowercase hex digits."""
-    return f"{int(fingerprint) & MASK64:016x}"
-
-
-def from_hex(text: str) -> int:
-    value = int(text, 16)
-    if not 0 <= value <= MASK64:
-        raise ValueError(f"not a 64-bit fingerprint: {text!r}")
-    return value

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -48,7 +48,6 @@ class Outcome:
     verdict: Verdict
     had_earlier: bool
     best_cluster: str | None = None
-    best_score: float = 0.0
 
 
 @dataclass
@@ -57,7 +56,6 @@ class Report:
     seconds: float
     seed: int
     config: DedupConfig
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = None,

@@ -80,7 +80,7 @@ class Featurizer:
         chunks = chunk_simhashes(body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
         chunks = chunks[lengths > 0]
         shingles = np.unique(shingle_hashes(body_hashes, self.shingle))
-        tdw = term_weights(page, norm, self.weights)
+        tdw = term_weights(page, norm, self.weights, body_terms=body)
         return Features(
             content_hash=content_hash(page.text),
             title_key=title_key(page.title, page.anchor_count),

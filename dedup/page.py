@@ -42,11 +42,7 @@ class Page:
     sentences: list[str] = field(default_factory=list)
     encoding: str = ""
     extraction: str = ""
-    html_length: int = 0
 
-    @property
-    def empty(self) -> bool:
-        return not self.text.strip()
 
 
 def _clean(text: str | None) -> str:
@@ -68,7 +64,7 @@ def _host(url: str) -> str:
 def parse_page(html: bytes | str, url: str, *, content_type: str | None = None) -> Page:
     """Extract a :class:`Page` from ``html`` fetched from ``url``."""
     text, encoding = decode_html(html, content_type)
-    page = Page(url=url, encoding=encoding, html_length=len(text), url_tokens=url_tokens(url))
+    page = Page(url=url, encoding=encoding, url_tokens=url_tokens(url))
     if not text.strip():
         page.extraction = "empty"
         return page

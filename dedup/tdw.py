@@ -93,14 +93,21 @@ class TermVector:
         return cls(hashes[order], weights[order])
 
 
-def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float]) -> TermVector:
-    """The TDW vector of ``page``: sum over fields of frequency x field weight."""
+def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float],
+                 body_terms: list[str] | None = None) -> TermVector:
+    """The TDW vector of ``page``: sum over fields of frequency x field weight.
+
+    ``body_terms``: the main text's normalised terms when the caller has them already.
+    """
     total: Counter[str] = Counter()
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w:
             continue
-        counts = Counter(t for text in texts for t in normalizer.terms(text))
+        if name == "body" and body_terms is not None:
+            counts = Counter(body_terms)
+        else:
+            counts = Counter(t for text in texts for t in normalizer.terms(text))
         for term, n in counts.items():
             total[term] += n * w
     return TermVector.from_counts({t: w for t, w in total.items() if w > 0})

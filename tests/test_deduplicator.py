@@ -85,7 +85,10 @@ def test_same_template_title_and_anchor_count_needs_confirmation():
 
 def test_page_without_text_is_unique_and_recorded(dedup):
     v = run(dedup, "<html><head><title>Empty</title></head><body></body></html>", "http://a.example/empty")
-    assert v.status == "unique"
+    assert v.status == "unique" and v.kept and len(dedup.index) == 1
+    # an empty text has no content hash, so a second empty page is not an "exact copy" of it
+    v2 = run(dedup, "<html><head><title>Other</title></head><body></body></html>", "http://a.example/empty2")
+    assert v2.status == "unique" and v2.rule != "content_hash"
 
 
 def test_config_validation_quotes_values():

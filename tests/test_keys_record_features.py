@@ -41,6 +41,18 @@ def test_features_and_record_round_trip():
     assert again.extra["shingle_count"] == f.shingle_count
 
 
+def test_featurizer_tdw_equals_term_weights_of_the_page():
+    # the featurizer hands its already-normalised body terms to term_weights: same vector
+    from dedup.tdw import term_weights
+
+    page = parse_page(HTML, "http://a.example/bridge")
+    fz = Featurizer()
+    f = fz(page)
+    direct = term_weights(page, fz.normalizer, fz.weights)
+    assert np.array_equal(f.tdw.hashes, direct.hashes)
+    assert np.allclose(f.tdw.weights, direct.weights)
+
+
 def test_featurizer_rejects_bad_parameters():
     import pytest
 
