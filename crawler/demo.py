@@ -12,13 +12,14 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
+
+from crawler.sample_site import spawn, terminate
 
 __all__ = ["main"]
 
@@ -31,28 +32,6 @@ def _env() -> dict[str, str]:
     if "NLTK_DATA" not in env and (ROOT / ".nltk_data").is_dir():
         env["NLTK_DATA"] = str(ROOT / ".nltk_data")
     return env
-
-
-def _start_site(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "crawler.sample_site", "--port", "0"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline().strip() if proc.stdout else ""
-    if not line.startswith("serving "):
-        _stop(proc)
-        raise RuntimeError(f"the sample site did not start (it printed {line!r})")
-    return proc, line.split(" ", 1)[1]
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-    if proc.stdout:
-        proc.stdout.close()
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -116,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = _env()
     scrapy = str(Path(sys.executable).with_name("scrapy"))
 
-    site, base = _start_site(env)
+    site, base = spawn(env)
     try:
         print(f"Sample site serving {base} (pid {site.pid})", flush=True)
         cmd = [scrapy, "crawl", "site", "-a", f"start_url={base}",
@@ -130,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = subprocess.run(cmd, cwd=ROOT, env=env)
         seconds = time.perf_counter() - start
     finally:
-        _stop(site)
+        terminate(site)
     if result.returncode != 0:
         log = out / "crawl.log"
         tail = log.read_text(encoding="utf-8").splitlines()[-30:] if log.exists() else []

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import pytest
+
+from crawler.sample_site import spawn, terminate
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
@@ -27,20 +28,11 @@ def clean_env() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def site_url():
     """``http://127.0.0.1:PORT/`` of ``python -m crawler.sample_site`` on a free port; stopped by PID."""
-    proc = subprocess.Popen([sys.executable, "-m", "crawler.sample_site", "--port", "0"], cwd=ROOT,
-                            env=clean_env(), stdout=subprocess.PIPE, text=True)
+    proc, url = spawn(env=clean_env())
     try:
-        line = proc.stdout.readline().strip()
-        assert line.startswith("serving http://127.0.0.1:"), f"sample site printed {line!r}"
-        yield line.split(" ", 1)[1]
+        yield url
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        proc.stdout.close()
+        terminate(proc)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

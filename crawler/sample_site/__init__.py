@@ -14,6 +14,9 @@ or ``with running() as url: ...``; from a shell: ``python -m crawler.sample_site
 from __future__ import annotations
 
 import contextlib
+import signal
+import subprocess
+import sys
 import functools
 import json
 import os
@@ -24,6 +27,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 __all__ = [
+    "spawn",
+    "terminate",
     "PAGES_DIR", "EXPECTED_PATH", "SampleSiteHandler", "SampleSiteServer",
     "make_server", "serve", "stop", "running", "load_expected", "manifest_key",
 ]
@@ -147,3 +152,31 @@ def manifest_key(url: str) -> str:
     """
     parts = urlsplit(url)
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def spawn(env: dict[str, str] | None = None) -> tuple["subprocess.Popen[str]", str]:
+    """Run ``python -m crawler.sample_site`` on a free loopback port; return the process and its URL.
+
+    Stop it with :func:`terminate` (by PID), as the demo and the crawl tests do.
+    """
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "crawler.sample_site", "--port", "0"], cwd=root, env=env,
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip() if proc.stdout else ""
+    if not line.startswith("serving http://127.0.0.1:"):
+        terminate(proc)
+        raise RuntimeError(f"the sample site did not start (it printed {line!r})")
+    return proc, line.split(" ", 1)[1]
+
+
+def terminate(proc: "subprocess.Popen[str]") -> None:
+    """SIGTERM the process by PID, SIGKILL after 10 s, and close its pipe."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
