@@ -1,0 +1,54 @@
+"""``dedup search``: full-text search over the kept pages of a search index."""
+from __future__ import annotations
+
+import argparse
+import json
+
+__all__ = ["register"]
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    import os
+    import shutil
+
+    from index import open_search  # lazy: dedup's modules do not import index
+
+    uri = args.index or os.environ.get("DEDUP_INDEX") or "local://.dedup"
+    options = {"readonly": True} if uri.lower().startswith("local://") else {}
+    search = open_search(uri, **options)
+    try:
+        hits = search.search(args.query, limit=args.limit)
+    finally:
+        search.close()
+    if args.json:
+        print(json.dumps([{k: h.get(k) for k in ("url", "title", "snippet", "status", "duplicate_of",
+                                                  "score", "fetched_at")} for h in hits],
+                         indent=1, ensure_ascii=False))
+        return 0
+    if not hits:
+        print(f"no results for {args.query!r} in {uri}")
+        return 0
+    width = shutil.get_terminal_size((100, 20)).columns
+
+    def cut(text: str, n: int) -> str:
+        text = " ".join((text or "").split())
+        return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
+
+    print(f"{'status':<15} {'url':<50} title")
+    for h in hits:
+        status = h.get("status") or "-"
+        print(f"{status:<15} {cut(h['url'], 50):<50} {cut(h.get('title', ''), max(width - 67, 20))}")
+        if h.get("duplicate_of"):
+            print(f"{'':<15} duplicate of {cut(h['duplicate_of'], width - 29)}")
+        if h.get("snippet"):
+            print(f"{'':<15} {cut(h['snippet'], max(width - 16, 40))}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    se = sub.add_parser("search", help="full-text search over the kept pages of a search index")
+    se.add_argument("query", help="words to find (plain text: quotes, -, :, * are not operators; word* is a prefix)")
+    se.add_argument("--index", help="search index URI (default: $DEDUP_INDEX or local://.dedup)")
+    se.add_argument("--limit", type=int, default=10, help="hits shown (default 10)")
+    se.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    se.set_defaults(func=cmd_search)
