@@ -15,6 +15,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dedup.deduplicator import STATUSES, TITLE_ANCHOR_MODES, DedupConfig
@@ -53,6 +54,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DROPPED_LOG", None,
             "JSON-lines file that gets one line per dropped item (url, time, verdict, item). "
             "`None`: `dropped.jsonl` in the local index directory (the working directory for other backends)."),
+    Setting("DEDUP_ES_OPTIONS", {},
+            "Elasticsearch connection and index options, a dict (a JSON object on the command line): "
+            "`api_key`, `ca_certs`, `verify_certs`, `request_timeout` (s, 30), `retry_seconds` (how long a "
+            "failing cluster is retried with back-off before the crawl stops, 60), `refresh_every` (200), "
+            "`bulk_size` (search-index writes per bulk request, 50), `shards`, `replicas`. "
+            "User and password go in the URI: `https://USER:PASSWORD@HOST:9200/INDEX`."),
     Setting("DEDUP_HTML_FIELD", "html",
             "Item field holding raw HTML, parsed when an item carries no parsed page; items with neither "
             "are checked on their `url`, `title` and `text` fields."),
@@ -69,6 +76,9 @@ SETTINGS: tuple[Setting, ...] = (
             "a number in (0, 1]."),
     Setting("DEDUP_SENTENCE_TOLERANCE", None,
             "Sentence-count tolerance of the comparison reducer; an integer >= 1, or `None` for off."),
+    Setting("DEDUP_SPOOL", None,
+            "JSON-lines file that keeps the items an unreachable index could not decide or store; the "
+            "next crawl with the same setting replays them first. `None`: `spool.jsonl` beside the dropped log."),
     Setting("DEDUP_T1", 0.8,
             "Shingle containment at which a candidate makes a page a `duplicate`; a number in (0, 1], "
             ">= `DEDUP_T2`."),
@@ -95,6 +105,8 @@ class DedupSettings:
     html_field: str
     index: str
     config: DedupConfig
+    es_options: dict
+    spool: str
 
 
 # -- value parsers: (name, raw value) -> typed value, or ValueError naming the setting ----------
@@ -223,6 +235,24 @@ def _index(name: str, value: Any) -> str:
     return uri
 
 
+def _es_options(name: str, value: Any) -> dict[str, Any]:
+    from index.elastic import ES_OPTIONS  # imports no client: the names only
+
+    parsed: Any = value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name} must be a dict (a JSON object on the command line), got {value!r} "
+                             f"(invalid JSON: {exc})") from None
+    if not isinstance(parsed, Mapping):
+        raise ValueError(f"{name} must be a dict (a JSON object on the command line), got {value!r}")
+    unknown = sorted(set(parsed) - set(ES_OPTIONS))
+    if unknown:
+        raise ValueError(f"{name}: unknown option(s) {unknown}; valid: {', '.join(ES_OPTIONS)}")
+    return dict(parsed)
+
+
 def _get(settings: Any, name: str) -> Any:
     value = settings.get(name) if settings is not None else None
     return DEFAULTS[name] if value is None else value
@@ -251,6 +281,12 @@ def read_settings(settings: Any) -> DedupSettings:
     else:
         dropped_log = _str("DEDUP_DROPPED_LOG", raw_log, accepted="a file path or None")
     html_field = get("DEDUP_HTML_FIELD", _str)
+    es_options = get("DEDUP_ES_OPTIONS", _es_options)
+    raw_spool = _get(settings, "DEDUP_SPOOL")
+    if _is_none(raw_spool):
+        spool = str(Path(dropped_log).with_name("spool.jsonl"))
+    else:
+        spool = _str("DEDUP_SPOOL", raw_spool, accepted="a file path or None")
 
     max_distance = get("DEDUP_MAX_DISTANCE", lambda n, v: _int(n, v, minimum=0))
     blocks = get("DEDUP_BLOCKS", lambda n, v: _int(n, v, minimum=1))
@@ -277,7 +313,7 @@ def read_settings(settings: Any) -> DedupSettings:
                          reducer_jaccard=reducer_jaccard, sentence_tolerance=sentence_tolerance,
                          title_anchor=title_anchor, drop=drop)
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
-                         index=index, config=config)
+                         index=index, config=config, es_options=es_options, spool=spool)
 
 
 def _format_default(value: Any) -> str:
@@ -287,6 +323,8 @@ def _format_default(value: Any) -> str:
         return f'`"{value}"`'
     if isinstance(value, list):
         return "`[" + ", ".join(f'"{v}"' for v in value) + "]`"
+    if isinstance(value, dict):
+        return "`" + json.dumps(value) + "`"
     return f"`{value}`"
 
 

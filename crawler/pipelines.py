@@ -8,6 +8,11 @@ the search index at the same URI. Both open their index when the spider opens an
 close it when it closes, so a JOBDIR crawl that is paused and resumed continues
 from a consistent index (the dedup index commits every add).
 
+Outages: when the index stays unreachable beyond its retry budget (Elasticsearch,
+:class:`index.elastic.IndexUnavailable`), the item goes to the spool (``DEDUP_SPOOL``, see
+:mod:`crawler.spool`) instead of being lost, the crawl is stopped with reason
+``dedup_index_unavailable``, and the next crawl replays the spool first.
+
 Settings: see :mod:`crawler.config`. The ``spider`` arguments of the pipeline methods are
 optional: recent Scrapy versions no longer pass them (older ones do); the crawler's spider is used
 for logging.
@@ -31,10 +36,46 @@ from dedup.page import Page, parse_page, url_tokens
 from dedup.text import split_sentences
 
 from .config import is_enabled, read_settings
+from .spool import REPLAY_KEY, Spool
 
 __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_page"]
 
 logger = logging.getLogger(__name__)
+
+
+def _unavailable_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from index.elastic import IndexUnavailable
+    except ImportError:  # pragma: no cover
+        return ()
+    return (IndexUnavailable,)
+
+
+def _bulk_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from index.elastic import BulkIndexError
+    except ImportError:  # pragma: no cover
+        return ()
+    return (BulkIndexError,)
+
+
+def backend_options(uri: str, es_options: dict[str, Any]) -> dict[str, Any]:
+    """``DEDUP_ES_OPTIONS`` for an Elasticsearch URI, nothing for the embedded index."""
+    return {} if uri.lower().startswith("local://") else dict(es_options)
+
+
+def stop_crawl(crawler: Crawler | None, reason: str) -> None:
+    """Ask the engine to close the spider (once; later calls are no-ops)."""
+    engine = getattr(crawler, "engine", None)
+    if engine is None or getattr(engine, "_dedup_stopping", False):
+        return
+    engine._dedup_stopping = True
+    from scrapy.utils.defer import deferred_from_coro
+
+    if hasattr(engine, "close_spider_async"):
+        deferred_from_coro(engine.close_spider_async(reason=reason))
+    else:  # pragma: no cover - Scrapy < 2.14
+        engine.close_spider(crawler.spider, reason)
 
 
 class DuplicateDropped(DropItem):
@@ -79,9 +120,13 @@ class DedupPipeline:
     """Near-duplicate check of every item; drops those whose status is in ``DEDUP_DROP``."""
 
     def __init__(self, *, index_uri: str, config: DedupConfig, dropped_log: str | Path,
-                 html_field: str = "html", debug: bool = False, crawler: Crawler | None = None) -> None:
+                 html_field: str = "html", debug: bool = False, crawler: Crawler | None = None,
+                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None) -> None:
         self.index_uri = index_uri
         self.config = config
+        self.index_options = dict(index_options or {})
+        self.spool = Spool(spool or Path(dropped_log).with_name("spool.jsonl"))
+        self.unavailable: str | None = None
         self.dropped_log_path = Path(dropped_log)
         self.html_field = html_field
         self.debug = debug
@@ -97,13 +142,15 @@ class DedupPipeline:
         # bad settings fail here, when the engine is built, before any request is sent
         s = read_settings(crawler.settings)
         return cls(index_uri=s.index, config=s.config, dropped_log=s.dropped_log, html_field=s.html_field,
-                   debug=s.debug, crawler=crawler)
+                   debug=s.debug, crawler=crawler, index_options=backend_options(s.index, s.es_options),
+                   spool=s.spool)
 
     # -- spider lifecycle ------------------------------------------------------------------------
     def open_spider(self, spider: Spider | None = None) -> None:
         from index import open_index
 
-        self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks)
+        self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
+                                **self.index_options)
         self.deduplicator = Deduplicator(self.index, self.config)
         self.dropped_log_path.parent.mkdir(parents=True, exist_ok=True)
         self._dropped_log = self.dropped_log_path.open("a", encoding="utf-8")
@@ -115,18 +162,35 @@ class DedupPipeline:
             self._dropped_log.close()
             self._dropped_log = None
         if self.index is not None:
-            self.index.close()
+            try:
+                self.index.close()
+            except _unavailable_errors() as exc:  # every add was acknowledged; only the final refresh failed
+                logger.error("Closing dedup index %s: %s", self.index_uri, exc, extra=self._extra)
             self.index = None
         self.deduplicator = None
+        if self.spool.added:
+            logger.error("%d item(s) could not be decided and are in %s; the next crawl with DEDUP_SPOOL=%s "
+                         "replays them first", self.spool.added, self.spool.path, self.spool.path,
+                         extra=self._extra)
 
     # -- items -----------------------------------------------------------------------------------
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
         url = adapter.get("url")
         assert self.deduplicator is not None, "open_spider() was not called"
+        previous = adapter.get("dedup")
+        replay = previous.get(REPLAY_KEY) if isinstance(previous, dict) else None
+        if replay == "index":  # decided and recorded by an earlier crawl; IndexPipeline stores it
+            del previous[REPLAY_KEY]
+            return item
+        page = None
         try:
             page = item_page(adapter, self.html_field)
+            if self.unavailable:
+                raise self.unavailable_error
             verdict = self.deduplicator.process(page, fetched_at=_epoch(adapter.get("fetched_at")))
+        except _unavailable_errors() as exc:
+            return self._spool(adapter, page, exc)
         except Exception as exc:  # one bad page must not stop the crawl; the traceback is logged
             logger.exception("Dedup check failed for %s; keeping the item unchecked", url, extra=self._extra)
             self._inc("dedup/errors")
@@ -134,6 +198,8 @@ class DedupPipeline:
                                       "error": f"{type(exc).__name__}: {exc}", "algorithm": ALGORITHM,
                                       "kept": True})
             return item
+        if replay and verdict.status == "exact_duplicate" and verdict.duplicate_of == url:
+            verdict = self._recorded(verdict)  # this replayed page was recorded before the outage
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
         if verdict.kept:
@@ -144,6 +210,26 @@ class DedupPipeline:
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
             verdict, log_level="INFO" if self.debug else "DEBUG")
+
+    def _recorded(self, verdict: Verdict) -> Verdict:
+        record = self.index.get([verdict.duplicate_id])[0]
+        return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
+                       verdict.thresholds, reference=verdict.reference, candidates=verdict.candidates)
+
+    def _spool(self, adapter: ItemAdapter, page: Page | None, exc: BaseException) -> Any:
+        """Keep an undecided item in the spool, stop the crawl, and drop the item for now."""
+        if not self.unavailable:
+            self.unavailable = str(exc)
+            self.unavailable_error = exc
+            logger.error("Dedup index %s is unavailable: %s. Stopping the crawl; undecided items go to %s",
+                         self.index_uri, exc, self.spool.path, extra=self._extra)
+            stop_crawl(self.crawler, "dedup_index_unavailable")
+        item = adapter.asdict()
+        item.pop("dedup", None)
+        self.spool.add("dedup", item, str(self.unavailable), page)
+        self._inc("dedup/spooled")
+        raise DropItem(f"{adapter.get('url')}: spooled to {self.spool.path} (dedup index unavailable)",
+                       log_level="WARNING")
 
     def _log_dropped(self, adapter: ItemAdapter, verdict: Verdict) -> None:
         assert self._dropped_log is not None
@@ -179,26 +265,60 @@ class IndexPipeline:
 
     FIELDS = ("url", "title", "text", "fetched_at", "dedup")
 
-    def __init__(self, *, index_uri: str, crawler: Crawler | None = None) -> None:
+    def __init__(self, *, index_uri: str, crawler: Crawler | None = None,
+                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None) -> None:
         self.index_uri = index_uri
         self.crawler = crawler
+        self.index_options = dict(index_options or {})
+        self.spool = Spool(spool or "spool.jsonl")
         self.search: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "IndexPipeline":
         if not is_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is False")
-        return cls(index_uri=read_settings(crawler.settings).index, crawler=crawler)
+        s = read_settings(crawler.settings)
+        return cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
+                   spool=s.spool)
 
     def open_spider(self, spider: Spider | None = None) -> None:
         from index import open_search
 
-        self.search = open_search(self.index_uri)
+        self.search = open_search(self.index_uri, **self.index_options)
 
     def close_spider(self, spider: Spider | None = None) -> None:
         if self.search is not None:
-            self.search.close()
+            try:
+                self.search.flush()
+            except Exception as exc:
+                self._failed(exc)
+            try:
+                self.search.close()
+            except Exception:
+                logger.exception("Closing search index %s", self.index_uri, extra=self._extra)
             self.search = None
+
+    def _failed(self, exc: BaseException) -> None:
+        """Spool the documents a failed (bulk) write did not store; nothing is lost."""
+        from index.elastic import BulkIndexError
+
+        docs = getattr(exc, "docs", None) or []
+        for doc in docs:
+            self.spool.add("index", doc, str(exc))
+        self._inc("dedup/index/errors", len(docs))
+        self._inc("dedup/spooled", len(docs))
+        logger.error("Search index %s did not store %d document(s) (%s); they are in %s and the next crawl "
+                     "replays them", self.index_uri, len(docs), exc, self.spool.path, extra=self._extra)
+        if not isinstance(exc, BulkIndexError):
+            stop_crawl(self.crawler, "dedup_index_unavailable")
+
+    def _inc(self, key: str, n: int = 1) -> None:
+        if self.crawler is not None and self.crawler.stats is not None and n:
+            self.crawler.stats.inc_value(key, n)
+
+    @property
+    def _extra(self) -> dict[str, Any]:
+        return {"spider": self.crawler.spider if self.crawler is not None else None}
 
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
@@ -206,12 +326,12 @@ class IndexPipeline:
         doc["fetched_at"] = _epoch(doc["fetched_at"])
         try:
             self.search.add(doc)
-        except Exception:  # the item is still exported; the index misses it, which the stats show
-            logger.exception("Search index %s failed to add %s", self.index_uri, doc["url"],
-                             extra={"spider": self.crawler.spider if self.crawler is not None else None})
-            if self.crawler is not None and self.crawler.stats is not None:
-                self.crawler.stats.inc_value("dedup/index/errors")
+        except (_unavailable_errors() + _bulk_errors()) as exc:  # spooled, replayed by the next crawl
+            self._failed(exc)
             return item
-        if self.crawler is not None and self.crawler.stats is not None:
-            self.crawler.stats.inc_value("dedup/index/added")
+        except Exception:  # the item is still exported; the index misses it, which the stats show
+            logger.exception("Search index %s failed to add %s", self.index_uri, doc["url"], extra=self._extra)
+            self._inc("dedup/index/errors")
+            return item
+        self._inc("dedup/index/added")
         return item

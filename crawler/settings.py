@@ -30,6 +30,9 @@ ITEM_PIPELINES = {
     "crawler.pipelines.DedupPipeline": 300,
     "crawler.pipelines.IndexPipeline": 800,
 }
+# Items an unreachable Elasticsearch index could not take are spooled and replayed first
+# by the next crawl (crawler.spool).
+SPIDER_MIDDLEWARES = {"crawler.spool.SpoolMiddleware": 50}
 LOG_FORMATTER = "crawler.logformatter.DedupLogFormatter"
 DEDUP_INDEX = "local://.dedup"
 

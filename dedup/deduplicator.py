@@ -30,7 +30,7 @@ from .mrc import signature_cosine
 from .page import Page, parse_page
 from .record import Record
 from .reducer import ComparisonReducer
-from .store import DedupIndex
+from .store import DedupIndex, KeyTaken
 from .tdw import TermVector, cosine
 
 __all__ = ["ALGORITHM", "STATUSES", "DedupConfig", "Verdict", "Deduplicator", "containment"]
@@ -158,8 +158,23 @@ class Deduplicator:
         verdict = self.check(page, features)
         verdict.kept = verdict.status not in self.config.drop
         if verdict.kept:
-            self.add(page, features, verdict, **record_fields)
+            try:
+                self.add(page, features, verdict, **record_fields)
+            except KeyTaken as taken:
+                # another process sharing the index kept this content between our check and our
+                # add (the claim is atomic): the page is an exact duplicate of that record after all
+                verdict = self._taken(features, taken)
+                verdict.kept = verdict.status not in self.config.drop
+                if verdict.kept:  # a kept exact duplicate claims nothing, so this add cannot race
+                    self.add(page, features, verdict, **record_fields)
         return verdict
+
+    def _taken(self, f: Features, taken: KeyTaken) -> Verdict:
+        found = self.index.get([taken.record_id])
+        url = found[0].url if found else None
+        return Verdict("exact_duplicate", url, "content_hash", {"content_hash": f.content_hash, "race": True},
+                       thresholds=self._thresholds, reference=f.signature.ref_id, candidates=1,
+                       duplicate_id=taken.record_id)
 
     def add(self, page: Page, features: Features, verdict: Verdict, **record_fields: Any) -> int:
         record = features.to_record(page, status=verdict.status, duplicate_of=verdict.duplicate_of, **record_fields)

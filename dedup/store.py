@@ -12,10 +12,40 @@ import numpy as np
 from .permtables import PermutationTables
 from .record import Record
 
-__all__ = ["DedupIndex", "MemoryIndex", "EXACT_KEYS"]
+__all__ = ["DedupIndex", "MemoryIndex", "EXACT_KEYS", "KeyTaken", "claims_content", "check_reference"]
 
 #: exact-key kinds understood by :meth:`DedupIndex.lookup`
 EXACT_KEYS = ("content_hash", "title_key")
+
+
+class KeyTaken(Exception):
+    """:meth:`DedupIndex.add` refused a record because another record already claims its content.
+
+    A record claims its ``content_hash`` unless it is itself a kept ``exact_duplicate`` (see
+    :func:`claims_content`); the claim is atomic in every backend, so two processes sharing an
+    Elasticsearch index never both keep the same content.  ``record_id`` is the holder's id.
+    """
+
+    def __init__(self, content_hash: str, record_id: int) -> None:
+        super().__init__(f"content {content_hash} is already kept as record {record_id}")
+        self.content_hash = content_hash
+        self.record_id = record_id
+
+
+def check_reference(ref_id: str, dim: int, held_ref: str | None, held_dim: int | None, *,
+                    what: str, where: str) -> None:
+    """Refuse a signature made with another reference text (or of another size) than the index's."""
+    if ref_id != held_ref:
+        raise ValueError(
+            f"{what} made with reference text {ref_id!r}, {where} holds {held_ref!r}: recompute it with the "
+            "index's reference text, or rebuild the index with the new one (dedup reindex into a new index)")
+    if dim != held_dim:
+        raise ValueError(f"{what} has {dim} dimensions, {where}'s signatures {held_dim}")
+
+
+def claims_content(record: Record) -> bool:
+    """Whether ``record`` claims its content hash: it has one and is not a kept exact duplicate."""
+    return bool(record.content_hash) and record.status != "exact_duplicate"
 
 
 @runtime_checkable
@@ -23,7 +53,11 @@ class DedupIndex(Protocol):
     """Storage of kept pages' records, with the three candidate searches."""
 
     def add(self, record: Record) -> int:
-        """Store ``record``, assign and return its ``id`` (also set on the record)."""
+        """Store ``record``, assign and return its ``id`` (also set on the record).
+
+        Ids are positive and unique, not necessarily increasing.  Raises :class:`KeyTaken`
+        when ``record`` claims a content hash (:func:`claims_content`) another record holds.
+        """
 
     def lookup(self, kind: str, key: str) -> list[int]:
         """Ids of records whose exact key ``kind`` (one of :data:`EXACT_KEYS`) equals ``key``."""
@@ -60,13 +94,19 @@ class MemoryIndex:
         self._sig_ids = np.zeros(0, dtype=np.int64)
         self._sig_n = 0
         self._ref_id: str | None = None
+        self._claims: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._records)
 
     def add(self, record: Record) -> int:
         self._check_ref(record.ref_id)
+        claim = claims_content(record)
+        if claim and record.content_hash in self._claims:
+            raise KeyTaken(record.content_hash, self._claims[record.content_hash])
         record.id = self._next
+        if claim:
+            self._claims[record.content_hash] = record.id
         self._next += 1
         self._records[record.id] = record
         for kind in EXACT_KEYS:
@@ -127,6 +167,8 @@ class MemoryIndex:
         record = self._records.pop(record_id, None)
         if record is None:
             return False
+        if self._claims.get(record.content_hash) == record_id:
+            del self._claims[record.content_hash]
         for kind in EXACT_KEYS:
             ids = self._keys.get((kind, getattr(record, kind)), [])
             if record_id in ids:

@@ -2,7 +2,9 @@
 
 ``local://PATH``  the embedded default: a directory with a SQLite database (source
                   of truth), permutation tables and a usearch vector index.
-``http(s)://HOST:PORT/INDEX``, ``es://HOST:PORT/INDEX``  Elasticsearch (``pip install -e '.[es]'``).
+``http(s)://HOST:PORT/INDEX``, ``es://HOST:PORT/INDEX``  Elasticsearch (``pip install -e '.[es]'``):
+                  ``INDEX`` is the search index of kept pages, ``INDEX-dedup`` the dedup records
+                  (:mod:`index.elastic`).
 """
 from __future__ import annotations
 
@@ -38,7 +40,9 @@ def open_index(uri: str, **options: Any) -> DedupIndex:
         from .local import LocalIndex
 
         return LocalIndex(_local_path(uri), **options)
-    raise ValueError(f"the Elasticsearch backend ({uri}) is not available yet in this version")
+    from .elastic import open_dedup
+
+    return open_dedup(uri, **options)
 
 
 def open_search(uri: str, **options: Any) -> SearchIndex:
@@ -48,7 +52,9 @@ def open_search(uri: str, **options: Any) -> SearchIndex:
         from .search import LocalSearch
 
         return LocalSearch(_local_path(uri), **options)
-    raise ValueError(f"the Elasticsearch backend ({uri}) is not available yet in this version")
+    from .elastic import open_search as open_es_search
+
+    return open_es_search(uri, **options)
 
 
 def default_dropped_log(uri: str) -> str:

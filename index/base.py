@@ -5,7 +5,17 @@ from typing import Any, Iterable, Protocol, runtime_checkable
 
 from dedup.store import EXACT_KEYS, DedupIndex
 
-__all__ = ["DedupIndex", "SearchIndex", "EXACT_KEYS"]
+__all__ = ["DedupIndex", "SearchIndex", "EXACT_KEYS", "verdict_of"]
+
+
+def verdict_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """The ``dedup`` verdict of a search document as a dict; ValueError when it has no url."""
+    if not doc.get("url"):
+        raise ValueError("a search document needs a url")
+    dedup = doc.get("dedup") or {}
+    if not isinstance(dedup, dict):
+        dedup = dedup.to_dict() if hasattr(dedup, "to_dict") else dict(dedup)
+    return dedup
 
 
 @runtime_checkable

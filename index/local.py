@@ -69,7 +69,7 @@ import numpy as np
 from dedup.bits import MASK64
 from dedup.permtables import PermutationTables
 from dedup.record import Record
-from dedup.store import EXACT_KEYS
+from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
 
 __all__ = ["LocalIndex", "IndexLocked", "SCHEMA_VERSION", "encode_blob", "decode_blob"]
 
@@ -375,6 +375,12 @@ class LocalIndex:
                 self._check_ref(record.ref_id, sig.size, "signature")
             blob = encode_blob(record)
             with db:
+                if claims_content(record):  # the writer lock makes check-then-insert atomic
+                    holder = db.execute(
+                        "SELECT id FROM records WHERE content_hash = ? AND status != 'exact_duplicate' "
+                        "ORDER BY id LIMIT 1", (record.content_hash,)).fetchone()
+                    if holder:
+                        raise KeyTaken(record.content_hash, holder[0])
                 cur = db.execute(
                     "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
                     "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -395,12 +401,7 @@ class LocalIndex:
             return record.id
 
     def _check_ref(self, ref_id: str, dim: int, what: str) -> None:
-        if ref_id != self.ref_id:
-            raise ValueError(
-                f"{what} made with reference text {ref_id!r}, this index ({self.path}) holds "
-                f"{self.ref_id!r}: recompute it with the index's reference (dedup reindex)")
-        if dim != self.dim:
-            raise ValueError(f"{what} has {dim} dimensions, this index's signatures {self.dim}")
+        check_reference(ref_id, dim, self.ref_id, self.dim, what=what, where=f"this index ({self.path})")
 
     def lookup(self, kind: str, key: str) -> list[int]:
         if kind not in EXACT_KEYS:

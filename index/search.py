@@ -28,6 +28,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
+from .base import verdict_of
+
 __all__ = ["LocalSearch", "fts_query", "require_fts5"]
 
 DB_NAME = "search.sqlite"
@@ -142,12 +144,8 @@ class LocalSearch:
     # -- SearchIndex -------------------------------------------------------------------------------
     def add(self, doc: dict[str, Any]) -> None:
         """Store ``doc`` (replacing the one with the same url); committed when this returns."""
-        url = doc.get("url")
-        if not url:
-            raise ValueError("a search document needs a url")
-        dedup = doc.get("dedup") or {}
-        if not isinstance(dedup, dict):
-            dedup = dedup.to_dict() if hasattr(dedup, "to_dict") else dict(dedup)
+        dedup = verdict_of(doc)
+        url = doc["url"]
         flags = {k: v for k, v in doc.items() if k not in _CORE}
         db = self._writable()
         with db:

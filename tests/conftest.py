@@ -61,14 +61,14 @@ class Crawl:
         return read_jsonl(self.dropped_log)
 
 
-def run_crawl(url: str, out: Path, *settings: str, index: Path | None = None, items: str = "items.jsonl",
-              dropped: str = "dropped.jsonl", spider_args: Sequence[str] = (), timeout: float = 120) -> Crawl:
-    """``scrapy crawl site`` from the repo root, fast loopback settings; extra ``-s`` pairs in
-    ``settings``, extra ``-a`` pairs in ``spider_args``."""
+def crawl_command(url: str, out: Path, *settings: str, index: Path | None = None, index_uri: str | None = None,
+                  items: str = "items.jsonl", dropped: str = "dropped.jsonl",
+                  spider_args: Sequence[str] = ()) -> list[str]:
+    """The ``scrapy crawl site`` command line of :func:`run_crawl`."""
     out.mkdir(parents=True, exist_ok=True)
     index = index or out / "index"
     cmd = [SCRAPY, "crawl", "site", "-a", f"start_url={url}",
-           "-s", f"DEDUP_INDEX=local://{index}", "-s", f"DEDUP_DROPPED_LOG={out / dropped}",
+           "-s", f"DEDUP_INDEX={index_uri or f'local://{index}'}", "-s", f"DEDUP_DROPPED_LOG={out / dropped}",
            "-O", str(out / items),
            "-s", "CONCURRENT_REQUESTS=1", "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "DOWNLOAD_DELAY=0",
            "-s", "LOG_LEVEL=INFO"]
@@ -76,6 +76,17 @@ def run_crawl(url: str, out: Path, *settings: str, index: Path | None = None, it
         cmd += ["-s", setting]
     for arg in spider_args:
         cmd += ["-a", arg]
+    return cmd
+
+
+def run_crawl(url: str, out: Path, *settings: str, index: Path | None = None, index_uri: str | None = None,
+              items: str = "items.jsonl", dropped: str = "dropped.jsonl", spider_args: Sequence[str] = (),
+              timeout: float = 120) -> Crawl:
+    """``scrapy crawl site`` from the repo root, fast loopback settings; extra ``-s`` pairs in
+    ``settings``, extra ``-a`` pairs in ``spider_args``; ``index_uri`` replaces the local index."""
+    index = index or out / "index"
+    cmd = crawl_command(url, out, *settings, index=index, index_uri=index_uri, items=items, dropped=dropped,
+                        spider_args=spider_args)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=timeout)
     return Crawl(proc.returncode, proc.stderr + proc.stdout, time.perf_counter() - start, index,
@@ -92,3 +103,38 @@ def subprocess_env() -> dict[str, str]:
 def crawl() -> Callable[..., Crawl]:
     """:func:`run_crawl`, for tests that want it as a fixture."""
     return run_crawl
+
+
+@pytest.fixture(scope="session")
+def es_url(tmp_path_factory):
+    """Base URL of an Elasticsearch API server: ``$DEDUP_TEST_ES_URL`` (a real cluster), else
+    the noida-db emulator started for this session on 127.0.0.1 (see tests/es_server.py)."""
+    from es_server import ENV_URL, Emulator
+
+    if os.environ.get(ENV_URL):
+        yield os.environ[ENV_URL].rstrip("/")
+        return
+    server = Emulator(tmp_path_factory.mktemp("es") / "data")
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def es_index_uri(es_url, request):
+    """``es_url/<fresh index name>``; the test's indices are deleted afterwards."""
+    import re
+    import uuid
+
+    from elasticsearch import Elasticsearch
+
+    name = "t-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:60].strip("-") + "-" + uuid.uuid4().hex[:6]
+    yield f"{es_url}/{name}"
+    client = Elasticsearch(es_url)
+    try:
+        for index in (name, f"{name}-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+    finally:
+        client.close()

@@ -1,8 +1,9 @@
 """The DedupIndex contract, run against every backend, and the local index's own duties.
 
 The ``open_index`` fixture is parametrized over backends (``memory`` -> MemoryIndex,
-``local`` -> LocalIndex in tmp_path); an Elasticsearch backend joins by adding a param.
-Tests that need persistence, locking or crashes use LocalIndex directly.
+``local`` -> LocalIndex in tmp_path, ``es_emulated`` -> ElasticIndex on the noida-db
+Elasticsearch-API emulator, or on a real cluster when ``DEDUP_TEST_ES_URL`` is set; see
+tests/es_server.py).  Tests that need persistence, locking or crashes use LocalIndex directly.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ if str(ROOT) not in sys.path:  # `pytest` without an editable install
 
 from dedup.bits import MASK64  # noqa: E402
 from dedup.record import Record  # noqa: E402
-from dedup.store import DedupIndex, MemoryIndex  # noqa: E402
+from dedup.store import DedupIndex, KeyTaken, MemoryIndex  # noqa: E402
 from index import open_index as open_uri  # noqa: E402
 from index.local import VECTORS_NAME, IndexLocked, LocalIndex, decode_blob, encode_blob  # noqa: E402
 
@@ -42,6 +43,8 @@ def make_record(rng: np.random.Generator, i: int, *, simhash: int | None = None,
     fields.setdefault("content_hash", f"{int(rng.integers(0, 2**62)):016x}")
     fields.setdefault("title_key", f"title {i % 5}|{i % 3}")
     fields.setdefault("title", f"Page {i}")
+    fields.setdefault("status", ("unique", "near_duplicate", "duplicate")[i % 3])
+    fields.setdefault("duplicate_of", None if i % 3 == 0 else f"https://orig.example/{i}")
     return Record(
         simhash=int(rng.integers(0, 2**64, dtype=np.uint64)) if simhash is None else simhash,
         chunks=rng.integers(0, 2**64, int(rng.integers(0, 30)), dtype=np.uint64),
@@ -50,8 +53,6 @@ def make_record(rng: np.random.Generator, i: int, *, simhash: int | None = None,
         shingles=np.sort(rng.integers(0, 2**64, int(rng.integers(0, 256)), dtype=np.uint64)),
         signature=rng.random(DIM, dtype=np.float32) ** 2 if signature is None else signature,
         ref_id=ref_id, sentences=int(rng.integers(1, 40)), fetched_at=1.7e9 + i,
-        status=("unique", "near_duplicate", "duplicate")[i % 3],
-        duplicate_of=None if i % 3 == 0 else f"https://orig.example/{i}",
         extra={"shingle_count": int(rng.integers(0, 900))} if i % 4 else {},
         **fields,
     )
@@ -83,7 +84,7 @@ def unit(v: np.ndarray) -> np.ndarray:
 
 
 # -- backends ----------------------------------------------------------------------------------
-BACKENDS = ["memory", "local"]
+BACKENDS = ["memory", "local", "es_emulated"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -92,15 +93,18 @@ def backend(request) -> str:
 
 
 @pytest.fixture
-def open_index(backend, tmp_path):
+def open_index(backend, tmp_path, request):
     """``open_index(**options)`` -> a fresh index of the current backend (closed at teardown)."""
     opened = []
+    uri = request.getfixturevalue("es_index_uri") if backend == "es_emulated" else None
 
     def make(**options):
         if backend == "memory":
             ix = MemoryIndex(**options)
         elif backend == "local":
             ix = LocalIndex(tmp_path / "ix", **options)
+        elif backend == "es_emulated":
+            ix = open_uri(uri, **options)
         else:  # pragma: no cover
             raise AssertionError(backend)
         opened.append(ix)
@@ -131,7 +135,7 @@ def test_add_assigns_ids_and_get_round_trips(index):
     records = make_records(30)
     want = [Record(**{**r.__dict__}) for r in records]  # shallow copies, to compare after add
     ids = [index.add(r) for r in records]
-    assert ids == sorted(set(ids)) and all(i > 0 for i in ids)
+    assert len(set(ids)) == len(ids) and all(i > 0 for i in ids)  # unique; increasing only locally
     assert [r.id for r in records] == ids
     assert len(index) == 30
     for w, i in zip(want, ids):
@@ -154,10 +158,12 @@ def test_lookup_exact_keys(index):
     rng = np.random.default_rng(1)
     a = index.add(make_record(rng, 0, content_hash="h1", title_key="T|1"))
     b = index.add(make_record(rng, 1, content_hash="h2", title_key="T|1"))
-    c = index.add(make_record(rng, 2, content_hash="h1", title_key="U|2"))
-    assert index.lookup("content_hash", "h1") == [a, c]
+    # a kept exact duplicate shares the content hash without claiming it
+    c = index.add(make_record(rng, 2, content_hash="h1", title_key="U|2", status="exact_duplicate"))
+    assert index.lookup("content_hash", "h1")[0] == a  # the holder of the claim first
+    assert sorted(index.lookup("content_hash", "h1")) == sorted([a, c])
     assert index.lookup("content_hash", "h2") == [b]
-    assert index.lookup("title_key", "T|1") == [a, b]
+    assert sorted(index.lookup("title_key", "T|1")) == sorted([a, b])
     assert index.lookup("title_key", "nope") == []
     with pytest.raises(ValueError, match="unknown exact key"):
         index.lookup("url", "x")
@@ -177,8 +183,22 @@ def test_remove(index):
     found = index.nearest(victim.signature, REF, 10, 0.01)
     assert ids[2] not in [i for i, _ in found]
     assert {i for i, _ in found} <= set(ids) - {ids[2]}
-    # ids are never reused
-    assert index.add(make_record(rng, 9)) > max(ids)
+    # the content is free again
+    assert index.add(make_record(rng, 9, content_hash="h2")) > 0
+
+
+def test_content_claim_is_exclusive(index):
+    """A second record claiming the same content is refused with the holder's id, and stores nothing."""
+    rng = np.random.default_rng(12)
+    holder = index.add(make_record(rng, 0, content_hash="same"))
+    for status in ("unique", "near_duplicate", "duplicate"):
+        with pytest.raises(KeyTaken) as taken:
+            index.add(make_record(rng, 1, content_hash="same", status=status, url="https://other.example/"))
+        assert taken.value.record_id == holder and taken.value.content_hash == "same"
+    assert len(index) == 1
+    assert index.lookup("content_hash", "same") == [holder]
+    # an empty hash (a page without text) claims nothing
+    assert index.add(make_record(rng, 2, content_hash="")) != index.add(make_record(rng, 3, content_hash=""))
 
 
 @pytest.mark.parametrize("k,blocks", [(3, 6), (4, 7), (0, 2)])
@@ -240,6 +260,7 @@ def test_nearest_matches_brute_force(index):
     for r in recs:
         index.add(r)
     mat = np.array([unit(r.signature) for r in recs])
+    position = {r.id: j for j, r in enumerate(recs)}
     for r in recs[:20]:
         q = r.signature + 0.05 * rng.random(DIM, dtype=np.float32)
         cos = mat @ unit(q)
@@ -247,7 +268,7 @@ def test_nearest_matches_brute_force(index):
         got = index.nearest(q, REF, 3, 0.0)
         assert [i for i, _ in got][:1] == want[:1]
         for i, s in got:
-            assert s == pytest.approx(float(cos[i - recs[0].id]), abs=2e-3)
+            assert s == pytest.approx(float(cos[position[i]]), abs=2e-3)
 
 
 def test_ref_id_mismatch_refused(index):

@@ -1,4 +1,4 @@
-"""The local search index of kept pages (SQLite FTS5) and the ``dedup search`` command."""
+"""The search index of kept pages (SQLite FTS5; Elasticsearch) and the ``dedup search`` command."""
 from __future__ import annotations
 
 import json
@@ -40,9 +40,14 @@ HOSTILE = ['"', '"unbalanced', "-", "--", "-ferry", "a:b", "title:ferry", "text:
            "日本語", "🙂", " ", "", "a" * 5000, "ferry " * 100, '"ferry" "harbour"', "col:ferry*"]
 
 
-@pytest.fixture
-def search(tmp_path):
-    s = LocalSearch(tmp_path / "ix")
+@pytest.fixture(params=["local", "es_emulated"])
+def search(request, tmp_path):
+    """The search index contract runs on LocalSearch and on ElasticSearch (the noida-db emulator of
+    the Elasticsearch API unless DEDUP_TEST_ES_URL names a real cluster; tests/es_server.py)."""
+    if request.param == "local":
+        s = LocalSearch(tmp_path / "ix")
+    else:
+        s = open_search(request.getfixturevalue("es_index_uri"), bulk_size=2)
     yield s
     s.close()
 
@@ -149,7 +154,7 @@ def test_get_round_trips_documents(filled):
     for doc in DOCS:
         assert filled.get(doc["url"]) == doc
     assert filled.get("https://nowhere.test/") is None
-    assert list(filled.iter_docs(batch=3)) == DOCS
+    assert sorted(filled.iter_docs(batch=3), key=lambda d: d["url"]) == sorted(DOCS, key=lambda d: d["url"])
 
 
 def test_remove(filled):

@@ -14,8 +14,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from index import open_search  # lazy: dedup's modules do not import index
 
     uri = args.index or os.environ.get("DEDUP_INDEX") or "local://.dedup"
-    options = {"readonly": True} if uri.lower().startswith("local://") else {}
-    search = open_search(uri, **options)
+    search = open_search(uri, readonly=True)
     try:
         hits = search.search(args.query, limit=args.limit)
     finally:

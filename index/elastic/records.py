@@ -1,0 +1,308 @@
+"""``NAME-dedup``: the dedup index (records of kept pages) in Elasticsearch.
+
+One document per record, ``_id`` = the record id as decimal text.  Mapping (:data:`MAPPING`):
+
+* page fields: ``url`` keyword, ``title`` text, ``fetched_at`` double (epoch seconds),
+  ``status``/``duplicate_of``/``ref_id`` keyword, ``sentences`` integer, ``id`` long;
+* exact keys: ``content_hash``, ``title_key`` keyword;
+* ``simhash`` (16 hex digits) and ``simhash_keys``: one keyword per permutation table,
+  ``t<table>:<key prefix>`` (:meth:`dedup.permtables.PermutationTables.keys`).  Pages within
+  k bits share at least one, so the sharded table lives in the cluster and the candidates of a
+  page come from one ``terms`` query; the Hamming distance is verified here;
+* ``signature_vector``: the multireference-cosine signature as a ``dense_vector`` (cosine,
+  HNSW m 16, ef_construction 100), added to the mapping by the first record, whose reference
+  id and dimension go to the mapping's ``_meta`` with k and blocks; a zero signature (a page
+  with no text) is left out, since cosine is undefined for it;
+* the verification arrays (chunks, terms, weights, shingles, signature) as ``binary``, not indexed.
+
+Exact-content claims are atomic across processes: a record that claims its content hash
+(:func:`dedup.store.claims_content`) gets the id derived from that hash and is written with
+``op_type=create``; a 409 means another process kept that content first, and :meth:`add`
+raises :class:`~dedup.store.KeyTaken`.  Other records get an id derived from URL and hash, so
+replaying a write is idempotent.  Ids are 63-bit xxh3 hashes: unique, not increasing.
+
+Visibility: searches see writes after a refresh (1 s by default in Elasticsearch).  Records
+this process wrote since its last refresh are kept in memory and searched too, so its own
+pages are always caught; the content claim (a realtime GET by id) is caught for every
+process at once.  Near-duplicates written by *another* process in the last refresh interval
+are not seen yet: two crawlers fetching near-copies within the same second both keep them.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable
+
+import numpy as np
+import xxhash
+
+from dedup.permtables import PermutationTables
+from dedup.record import Record
+from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
+
+from .connect import Retrying, check_index_name
+
+__all__ = ["ElasticIndex", "MAPPING", "record_id", "claim_id"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_MASK63 = (1 << 63) - 1
+_MAX_HITS = 10_000  # Elasticsearch's default index.max_result_window
+
+MAPPING: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "id": {"type": "long"},
+        "url": {"type": "keyword"},
+        "title": {"type": "text"},
+        "fetched_at": {"type": "double"},
+        "status": {"type": "keyword"},
+        "duplicate_of": {"type": "keyword"},
+        "content_hash": {"type": "keyword"},
+        "title_key": {"type": "keyword"},
+        "simhash": {"type": "keyword"},
+        "simhash_keys": {"type": "keyword"},
+        "ref_id": {"type": "keyword"},
+        "sentences": {"type": "integer"},
+        "extra": {"type": "object", "enabled": False},
+        **{name: {"type": "binary"} for name in Record._ARRAYS},
+    },
+}
+
+
+def claim_id(content_hash: str) -> int:
+    """The record id of the claim on ``content_hash``."""
+    return (xxhash.xxh3_64_intdigest(f"claim\x00{content_hash}".encode()) & _MASK63) or 1
+
+
+def record_id(record: Record) -> int:
+    """The id ``record`` is stored under (see the module docstring)."""
+    if claims_content(record):
+        return claim_id(record.content_hash)
+    return (xxhash.xxh3_64_intdigest(f"page\x00{record.url}\x00{record.content_hash}".encode()) & _MASK63) or 1
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
+class _Pending:
+    """Records written since the last refresh, searched in memory (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.records: dict[int, Record] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def lookup(self, kind: str, key: str) -> list[int]:
+        return [i for i, r in self.records.items() if getattr(r, kind) == key]
+
+    def near(self, fingerprint: int, k: int) -> list[tuple[int, int]]:
+        return [(i, d) for i, r in self.records.items() if (d := (r.simhash ^ fingerprint).bit_count()) <= k]
+
+    def nearest(self, q: np.ndarray, ref_id: str) -> list[tuple[int, float]]:
+        out = []
+        for i, r in self.records.items():
+            v = _unit(r.signature)
+            if r.ref_id == ref_id and v.size == q.size and v.any():
+                out.append((i, float(v @ q)))
+        return out
+
+
+class ElasticIndex:
+    """A :class:`~dedup.store.DedupIndex` in the Elasticsearch index ``name`` (see the module docstring).
+
+    ``k``/``blocks``: the simhash tables' parameters; ``None`` takes the index's own (3 and 6 for
+    a new index), and a different value for an existing index is refused (its keys were made
+    with the other).  ``refresh_every``: records this process buffers for its own searches before
+    it refreshes the index (200).  ``shards``/``replicas`` apply when the index is created.
+    """
+
+    def __init__(self, es: Retrying, name: str, *, k: int | None = None, blocks: int | None = None,
+                 refresh_every: int = 200, shards: int = 1, replicas: int | None = None) -> None:
+        self.es = es
+        self.name = check_index_name(name)
+        if refresh_every < 1:
+            raise ValueError(f"refresh_every must be >= 1 (got {refresh_every})")
+        self.refresh_every = refresh_every
+        self._pending = _Pending()
+        meta = self._open(k, blocks, shards, replicas)
+        self.k, self.blocks = int(meta["k"]), int(meta["blocks"])
+        self.ref_id: str | None = meta.get("ref_id")
+        self.dim: int | None = meta.get("dim")
+        self._keys = PermutationTables(k=self.k, blocks=self.blocks)
+
+    # -- set-up ------------------------------------------------------------------------------------
+    def _open(self, k: int | None, blocks: int | None, shards: int, replicas: int | None) -> dict[str, Any]:
+        c = self.es.client
+        if not self.es.call("check the index", c.indices.exists, index=self.name):
+            PermutationTables(k=3 if k is None else k, blocks=6 if blocks is None else blocks)  # validates
+            meta = {"schema": SCHEMA_VERSION, "k": 3 if k is None else k, "blocks": 6 if blocks is None else blocks}
+            settings: dict[str, Any] = {"number_of_shards": shards}
+            if replicas is not None:
+                settings["number_of_replicas"] = replicas
+            try:
+                self.es.call("create the index", c.indices.create, index=self.name, settings=settings,
+                             mappings={**MAPPING, "_meta": meta})
+            except Exception as exc:  # another process created it first: use theirs
+                if "resource_already_exists" not in str(exc):
+                    raise
+        meta = self._meta()
+        if meta.get("schema", 0) > SCHEMA_VERSION:
+            raise RuntimeError(f"Elasticsearch index {self.name} has dedup schema {meta.get('schema')}, this "
+                               f"program knows {SCHEMA_VERSION}: upgrade scrapy-dedup")
+        for key, want in (("k", k), ("blocks", blocks)):
+            if want is not None and int(meta.get(key, -1)) != want:
+                raise ValueError(
+                    f"Elasticsearch index {self.name} was built with simhash tables k={meta.get('k')}, "
+                    f"blocks={meta.get('blocks')}; this run asks {key}={want}: use the index's values "
+                    "(DEDUP_MAX_DISTANCE/DEDUP_BLOCKS) or reindex into a new index")
+        return meta
+
+    def _meta(self) -> dict[str, Any]:
+        got = self.es.call("read the mapping", self.es.client.indices.get_mapping, index=self.name)
+        mapping = next(iter(got.values()))["mappings"]
+        meta = dict(mapping.get("_meta") or {})
+        if "signature_vector" not in mapping.get("properties", {}):
+            meta.pop("ref_id", None)
+        return meta
+
+    def _set_reference(self, ref_id: str, dim: int) -> None:
+        """Add the vector field and record the reference text: the first record decides."""
+        meta = self._meta()
+        if meta.get("ref_id") is None:
+            meta.update(ref_id=ref_id, dim=dim)
+            vector = {"type": "dense_vector", "dims": dim, "index": True, "similarity": "cosine",
+                      "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}}
+            self.es.call("add the signature field", self.es.client.indices.put_mapping, index=self.name,
+                         meta=meta, properties={"signature_vector": vector})
+            meta = self._meta()  # a concurrent first writer may have won: take what is there
+        self.ref_id, self.dim = meta["ref_id"], int(meta["dim"])
+
+    def _check_ref(self, ref_id: str, dim: int, what: str) -> None:
+        check_reference(ref_id, dim, self.ref_id, self.dim, what=what, where=f"Elasticsearch index {self.name}")
+
+    # -- DedupIndex ----------------------------------------------------------------------------------
+    def add(self, record: Record) -> int:
+        sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
+        if not 0 <= int(record.simhash) < 1 << 64:
+            raise ValueError(f"simhash must be an unsigned 64-bit integer (got {record.simhash!r})")
+        if self.ref_id is None:
+            self._set_reference(record.ref_id, sig.size)
+        self._check_ref(record.ref_id, sig.size, "signature")
+        rid = record_id(record)
+        doc = record.to_dict()
+        doc["id"] = rid
+        doc["simhash_keys"] = self._keys.keys(int(record.simhash))
+        if np.linalg.norm(sig) > 0:
+            doc["signature_vector"] = _unit(sig).tolist()
+        from elasticsearch import ConflictError
+
+        try:
+            self.es.call("store a record", self.es.client.create, index=self.name, id=str(rid), document=doc)
+        except ConflictError:
+            if claims_content(record):
+                raise KeyTaken(record.content_hash, rid) from None
+            log.debug("record %d (%s) was already stored: the write is a replay", rid, record.url)
+        record.id = rid
+        self._pending.records[rid] = record
+        if len(self._pending) >= self.refresh_every:
+            self.flush()
+        return rid
+
+    def lookup(self, kind: str, key: str) -> list[int]:
+        if kind not in EXACT_KEYS:
+            raise ValueError(f"unknown exact key kind {kind!r}; valid: {', '.join(EXACT_KEYS)}")
+        first: list[int] = []
+        if kind == "content_hash" and key:
+            claim = claim_id(key)
+            got = self.es.call("read a record", self.es.client.options(ignore_status=404).get,
+                               index=self.name, id=str(claim), source_includes=["content_hash"])
+            if got.get("found") and got["_source"].get("content_hash") == key:
+                first = [claim]
+        hits = self._search("look up an exact key", {"term": {kind: key}}, ["id"])
+        rest = {int(h["_source"]["id"]) for h in hits} | set(self._pending.lookup(kind, key))
+        return first + sorted(rest - set(first))
+
+    def near_simhash(self, fingerprint: int) -> list[tuple[int, int]]:
+        fingerprint = int(fingerprint)
+        hits = self._search("find simhash candidates", {"terms": {"simhash_keys": self._keys.keys(fingerprint)}},
+                            ["id", "simhash"])
+        found = {int(h["_source"]["id"]): (int(h["_source"]["simhash"], 16) ^ fingerprint).bit_count() for h in hits}
+        found.update(self._pending.near(fingerprint, self.k))
+        return sorted(((i, d) for i, d in found.items() if d <= self.k), key=lambda p: (p[1], p[0]))
+
+    def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
+        q = _unit(signature)
+        if n <= 0 or not q.any() or (self.ref_id is None and not self._pending):
+            return []
+        if self.ref_id is not None:
+            self._check_ref(ref_id, q.size, "query signature")
+        found: dict[int, float] = dict(self._pending.nearest(q, ref_id))
+        if self.ref_id is not None:
+            k = min(n, _MAX_HITS)
+            knn: dict[str, Any] = {"field": "signature_vector", "query_vector": q.tolist(), "k": k,
+                                   "num_candidates": min(max(2 * k, 100), _MAX_HITS),
+                                   "filter": {"term": {"ref_id": ref_id}}}
+            if floor > -1.0:
+                knn["similarity"] = float(floor)
+            got = self.es.call("find nearest signatures", self.es.client.search, index=self.name, knn=knn,
+                               size=k, source=["id"])
+            for h in got["hits"]["hits"]:  # cosine similarity's _score is (1 + cos) / 2
+                found.setdefault(int(h["_source"]["id"]), 2.0 * float(h["_score"]) - 1.0)
+        best = sorted(found.items(), key=lambda p: (-p[1], p[0]))
+        return [(i, s) for i, s in best if s >= floor][:n]
+
+    def get(self, ids: Iterable[int]) -> list[Record]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        unique = list(dict.fromkeys(ids))
+        got = self.es.call("read records", self.es.client.mget, index=self.name, ids=[str(i) for i in unique])
+        records = {int(d["_id"]): Record.from_dict(d["_source"]) for d in got["docs"] if d.get("found")}
+        return [records[i] for i in ids if i in records]
+
+    def remove(self, record_id: int) -> bool:
+        self._pending.records.pop(int(record_id), None)
+        got = self.es.call("remove a record", self.es.client.options(ignore_status=404).delete,
+                           index=self.name, id=str(int(record_id)))
+        return got.get("result") == "deleted"
+
+    def flush(self) -> None:
+        """Refresh the index: every record written so far becomes searchable by every process."""
+        self.es.call("refresh the index", self.es.client.indices.refresh, index=self.name)
+        self._pending.records.clear()
+
+    def close(self) -> None:
+        if self.es is not None:
+            try:
+                self.flush()
+            finally:
+                self.es.close()
+                self.es = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        self.flush()
+        return int(self.es.call("count records", self.es.client.count, index=self.name)["count"])
+
+    def __enter__(self) -> "ElasticIndex":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ElasticIndex({self.es.url if self.es else 'closed'}/{self.name})"
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _search(self, what: str, query: dict[str, Any], source: list[str]) -> list[dict[str, Any]]:
+        got = self.es.call(what, self.es.client.search, index=self.name, query={"bool": {"filter": [query]}},
+                           size=_MAX_HITS, source=source, track_total_hits=False)
+        hits = got["hits"]["hits"]
+        if len(hits) == _MAX_HITS:
+            log.warning("%s: %s hit the %d-document window; some candidates were not read",
+                        self.name, what, _MAX_HITS)
+        return hits

@@ -1,0 +1,271 @@
+"""``NAME``: the search index of kept pages in Elasticsearch.
+
+One document per URL (``_id`` = the URL, or ``u:<xxh3-128 of the URL>`` when it is longer
+than Elasticsearch's 512-byte id limit): ``url`` keyword, ``title`` and ``text`` as text
+analysed with case and accent folding and Porter stemming, ``fetched_at`` double (epoch
+seconds), ``dedup`` (the verdict: ``status``, ``duplicate_of``, ``rule``, ``algorithm``,
+``reference`` keyword, ``kept`` boolean, ``candidates`` integer; ``scores`` and
+``thresholds`` stored, not indexed), and any other field of the document, mapped dynamically.
+
+Writes are buffered and sent with the bulk API every ``bulk_size`` documents and on
+:meth:`~ElasticSearch.flush`/:meth:`~ElasticSearch.close`.  Per-item failures are not lost in
+the bulk answer: an item refused with 429/503 is resent with back-off within the retry budget,
+any other refusal raises :class:`BulkIndexError` naming each URL, its HTTP status and reason.
+
+Queries: user text is never Elasticsearch syntax.  Words (``\\w+``) become ``multi_match``
+clauses over ``title^4`` and ``text``, a trailing ``*`` a (stemmed) prefix query, all words required;
+when that finds nothing, any word may match.  ``snippet`` is the best highlighted fragment of
+the text with ``[``/``]`` around hits, as the local index gives.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from typing import Any, Iterator
+
+import xxhash
+
+from ..base import verdict_of
+from .connect import IndexUnavailable, Retrying, check_index_name
+
+__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "doc_id", "scan"]
+
+log = logging.getLogger(__name__)
+
+MAX_TERMS = 32
+_WORD = re.compile(r"(\w+)(\*?)")
+
+SEARCH_SETTINGS: dict[str, Any] = {
+    "analysis": {"analyzer": {"folded": {"type": "custom", "tokenizer": "standard",
+                                         "filter": ["lowercase", "asciifolding", "porter_stem"]}}},
+}
+DEDUP_MAPPING: dict[str, Any] = {
+    "type": "object", "dynamic": False,
+    "properties": {
+        "status": {"type": "keyword"}, "duplicate_of": {"type": "keyword"}, "rule": {"type": "keyword"},
+        "algorithm": {"type": "keyword"}, "reference": {"type": "keyword"}, "kept": {"type": "boolean"},
+        "candidates": {"type": "integer"},
+        "scores": {"type": "object", "enabled": False}, "thresholds": {"type": "object", "enabled": False},
+    },
+}
+SEARCH_MAPPING: dict[str, Any] = {
+    "properties": {
+        "url": {"type": "keyword"},
+        "title": {"type": "text", "analyzer": "folded"},
+        "text": {"type": "text", "analyzer": "folded"},
+        "fetched_at": {"type": "double"},
+        "dedup": DEDUP_MAPPING,
+    },
+}
+
+
+class BulkIndexError(RuntimeError):
+    """Some documents of a bulk write were refused; ``failures`` is ``[(url, status, reason)]``."""
+
+    def __init__(self, index: str, failures: list[tuple[str, int, str]],
+                 docs: list[dict[str, Any]] | None = None) -> None:
+        shown = "; ".join(f"{u} ({s}: {r})" for u, s, r in failures[:5])
+        more = f" and {len(failures) - 5} more" if len(failures) > 5 else ""
+        super().__init__(f"Elasticsearch index {index} refused {len(failures)} document(s): {shown}{more}")
+        self.failures = failures
+        self.docs = docs or []  # the refused documents, for the caller to keep
+
+
+def doc_id(url: str) -> str:
+    """The ``_id`` of the document of ``url``."""
+    return url if len(url.encode("utf-8")) <= 512 else "u:" + xxhash.xxh3_128_hexdigest(url.encode("utf-8"))
+
+
+def scan(es: Retrying, index: str, *, query: dict[str, Any] | None = None, sort: list[Any] | None = None,
+         size: int = 500, search_after: list[Any] | None = None, keep_alive: str = "5m",
+         source: Any = True) -> Iterator[tuple[dict[str, Any], list[Any]]]:
+    """``(hit, sort values)`` of every document of ``index`` in ``sort`` order, read through a
+    point in time with ``search_after`` (starting after ``search_after`` when given)."""
+    c = es.client
+    pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive=keep_alive)["id"]
+    try:
+        after = search_after
+        while True:
+            body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": keep_alive}, "size": size,
+                                    "sort": sort or [{"_shard_doc": "asc"}], "query": query or {"match_all": {}},
+                                    "source": source, "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            got = es.call("read documents", c.search, **body)
+            pit = got.get("pit_id", pit)
+            hits = got["hits"]["hits"]
+            for hit in hits:
+                yield hit, hit["sort"]
+            if len(hits) < size:
+                return
+            after = hits[-1]["sort"]
+    finally:
+        try:
+            es.call("close a point in time", c.close_point_in_time, id=pit)
+        except Exception:  # the PIT expires by itself; never mask the real error
+            log.debug("could not close point in time on %s", index, exc_info=True)
+
+
+class ElasticSearch:
+    """A :class:`~index.base.SearchIndex` in the Elasticsearch index ``name`` (module docstring)."""
+
+    def __init__(self, es: Retrying, name: str, *, bulk_size: int = 100, create: bool = True,
+                 shards: int = 1, replicas: int | None = None, readonly: bool = False,
+                 snippet_chars: int = 120, highlight: tuple[str, str] = ("[", "]")) -> None:
+        self.es = es
+        self.name = check_index_name(name)
+        if bulk_size < 1:
+            raise ValueError(f"bulk_size must be >= 1 (got {bulk_size})")
+        self.bulk_size = bulk_size
+        self.snippet_chars = snippet_chars
+        self.highlight = highlight
+        self.readonly = readonly
+        self._buffer: dict[str, dict[str, Any]] = {}
+        c = es.client
+        exists = es.call("check the index", c.indices.exists, index=self.name)
+        if not exists and readonly:
+            raise FileNotFoundError(f"no Elasticsearch index {self.name} at {es.url}")
+        if not exists and create:
+            settings = {**SEARCH_SETTINGS, "number_of_shards": shards}
+            if replicas is not None:
+                settings["number_of_replicas"] = replicas
+            try:
+                es.call("create the index", c.indices.create, index=self.name, settings=settings,
+                        mappings=SEARCH_MAPPING)
+            except Exception as exc:
+                if "resource_already_exists" not in str(exc):
+                    raise
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add(self, doc: dict[str, Any]) -> None:
+        """Buffer ``doc`` (replacing any with the same url); sent at ``bulk_size`` docs or :meth:`flush`."""
+        dedup = verdict_of(doc)
+        self._buffer[str(doc["url"])] = {**doc, "dedup": dedup}
+        if len(self._buffer) >= self.bulk_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the buffered documents and refresh; raises :class:`BulkIndexError` for refused ones
+        (the others are stored) and :class:`IndexUnavailable` when the cluster stays away."""
+        if self._buffer:
+            docs, self._buffer = self._buffer, {}
+            self._send(docs)
+        self.es.call("refresh the index", self.es.client.indices.refresh, index=self.name)
+
+    def _send(self, docs: dict[str, dict[str, Any]]) -> None:
+        todo = dict(docs)
+        start, delay = time.monotonic(), self.es.first_delay
+        while True:
+            ops: list[dict[str, Any]] = []
+            for url, doc in todo.items():
+                ops += [{"index": {"_index": self.name, "_id": doc_id(url)}}, doc]
+            try:
+                got = self.es.call("write documents", self.es.client.bulk, operations=ops)
+            except IndexUnavailable as exc:
+                exc.docs = list(todo.values())  # type: ignore[attr-defined]  # not stored: the caller keeps them
+                raise
+            retry, failed = {}, []
+            if got.get("errors"):
+                for (url, doc), item in zip(todo.items(), got["items"]):
+                    result = next(iter(item.values()))
+                    status = int(result.get("status", 500))
+                    if status < 300:
+                        continue
+                    if status in (429, 502, 503, 504):
+                        retry[url] = doc
+                    else:
+                        err = result.get("error") or {}
+                        failed.append((url, status, f"{err.get('type', '')}: {err.get('reason', '')}"[:300]))
+            if failed:
+                raise BulkIndexError(self.name, failed, [todo[u] for u, _, _ in failed])
+            if not retry:
+                return
+            if time.monotonic() - start + delay > self.es.retry_seconds:
+                exc = IndexUnavailable(f"Elasticsearch index {self.name} kept refusing {len(retry)} document(s) "
+                                       f"for {time.monotonic() - start:.1f} s: {', '.join(list(retry)[:5])}")
+                exc.docs = list(retry.values())  # type: ignore[attr-defined]
+                raise exc
+            log.warning("Elasticsearch index %s asked to retry %d document(s) later", self.name, len(retry))
+            time.sleep(delay)
+            delay = min(delay * 2, self.es.max_delay)
+            todo = retry
+
+    def remove(self, url: str) -> bool:
+        buffered = self._buffer.pop(url, None) is not None
+        got = self.es.call("remove a document", self.es.client.options(ignore_status=404).delete,
+                           index=self.name, id=doc_id(url), refresh=True)
+        return got.get("result") == "deleted" or buffered
+
+    # -- reads --------------------------------------------------------------------------------------
+    def get(self, url: str) -> dict[str, Any] | None:
+        if url in self._buffer:
+            return dict(self._buffer[url])
+        got = self.es.call("read a document", self.es.client.options(ignore_status=404).get,
+                           index=self.name, id=doc_id(url))
+        return got["_source"] if got.get("found") else None
+
+    def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Best matches first: stored documents plus ``snippet``, ``status``, ``duplicate_of``, ``score``."""
+        words = _WORD.findall(query)[:MAX_TERMS]
+        if limit <= 0 or not words:
+            return []
+        self._flush_buffer()
+        # a prefix word is analysed (stemmed) like the text, then matched as a prefix: "ferry*"
+        # finds "ferries", whose indexed stem is "ferri"
+        clauses = [{"multi_match": {"query": w, "fields": ["title^4", "text"],
+                                    **({"type": "phrase_prefix"} if star else {})}} for w, star in words]
+        hits = self._run({"bool": {"must": clauses}}, limit)
+        if not hits and len(clauses) > 1:
+            hits = self._run({"bool": {"should": clauses, "minimum_should_match": 1}}, limit)
+        return hits
+
+    def _run(self, query: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+        pre, post = self.highlight
+        got = self.es.call("search", self.es.client.search, index=self.name, query=query, size=int(limit),
+                           highlight={"fields": {"text": {"fragment_size": self.snippet_chars,
+                                                          "number_of_fragments": 1}},
+                                      "pre_tags": [pre], "post_tags": [post]})
+        out = []
+        for h in got["hits"]["hits"]:
+            doc = dict(h["_source"])
+            dedup = doc.get("dedup") or {}
+            fragments = (h.get("highlight") or {}).get("text") or [(doc.get("text") or "")[: self.snippet_chars]]
+            doc.update(snippet=fragments[0], status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"),
+                       score=float(h["_score"] or 0.0))
+            out.append(doc)
+        return out
+
+    def count(self) -> int:
+        self._flush_buffer()
+        self.es.call("refresh the index", self.es.client.indices.refresh, index=self.name)
+        return int(self.es.call("count documents", self.es.client.count, index=self.name)["count"])
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def iter_docs(self, batch: int = 500) -> Iterator[dict[str, Any]]:
+        """Every document, by url."""
+        self._flush_buffer()
+        for hit, _ in scan(self.es, self.name, sort=[{"url": "asc"}], size=batch):
+            yield hit["_source"]
+
+    def _flush_buffer(self) -> None:
+        if self._buffer:
+            self.flush()
+
+    def close(self) -> None:
+        if self.es is None:
+            return
+        try:
+            if not self.readonly:
+                self.flush()
+        finally:
+            self.es.close()
+            self.es = None  # type: ignore[assignment]
+
+    def __enter__(self) -> "ElasticSearch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

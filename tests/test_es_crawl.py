@@ -1,0 +1,174 @@
+"""``scrapy crawl site`` into Elasticsearch: the noida-db emulator of the Elasticsearch API in CI
+(a real cluster with DEDUP_TEST_ES_URL; tests/es_server.py).  The same ground truth as the
+embedded-index crawl (crawler/sample_site/expected.json), two crawlers sharing one index, and
+an outage: the server killed mid-crawl, the items spooled, and the next crawl replaying them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, clean_env, crawl_command, read_jsonl
+from crawler.sample_site import load_expected, manifest_key
+from index import open_index, open_search
+
+pytestmark = pytest.mark.crawl
+
+MANIFEST = load_expected()
+GROUPS = MANIFEST["groups"]
+EXACT = [g for g in GROUPS if g["kind"] == "exact"]
+NEAR = [g for g in GROUPS if g["kind"] == "near"]
+ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
+
+
+def verdicts(records) -> dict[str, dict]:
+    out = {}
+    for r in records:
+        key = manifest_key(r["url"])
+        assert key not in out, f"{key} recorded twice"
+        out[key] = r.get("dedup") or r.get("verdict")
+    return out
+
+
+def check_ground_truth(kept: dict[str, dict], dropped: dict[str, dict]) -> None:
+    assert not set(kept) & set(dropped)
+    assert sorted(set(kept) | set(dropped)) == ALL_PATHS
+    for group in EXACT:
+        members = set(group["paths"])
+        assert len(members & set(kept)) == 1, group["name"]
+        for path in members - set(kept):
+            assert dropped[path]["status"] == "exact_duplicate"
+            assert manifest_key(dropped[path]["duplicate_of"]) in members
+    for group in NEAR:
+        statuses = Counter(kept[p]["status"] for p in group["paths"])
+        assert statuses["unique"] == 1, group["name"]
+    for path in MANIFEST["unique"]:
+        assert kept[path]["status"] == "unique", path
+
+
+@pytest.fixture(scope="module")
+def es_crawl(site_url, es_url, crawl, tmp_path_factory):
+    out = tmp_path_factory.mktemp("es-crawl")
+    uri = f"{es_url}/crawl-{out.name.lower()}"
+    result = crawl(site_url, out, index_uri=uri)
+    assert result.returncode == 0, result.log[-3000:]
+    return uri, result
+
+
+def test_crawl_into_elasticsearch_emulated_matches_ground_truth(es_crawl):
+    uri, result = es_crawl
+    kept, dropped = verdicts(result.items), verdicts(result.dropped)
+    check_ground_truth(kept, dropped)
+    assert "dedup/errors" not in result.log and "dedup/spooled" not in result.log
+
+
+def test_elasticsearch_emulated_holds_kept_pages_with_flags(es_crawl):
+    uri, result = es_crawl
+    kept = verdicts(result.items)
+    search = open_search(uri, readonly=True)
+    try:
+        docs = {manifest_key(d["url"]): d for d in search.iter_docs()}
+        assert {p: d["dedup"]["status"] for p, d in docs.items()} == {p: v["status"] for p, v in kept.items()}
+        flagged = [d for d in docs.values() if d["dedup"]["status"] != "unique"]
+        assert flagged and all(d["dedup"]["duplicate_of"] for d in flagged)
+        hit = search.search(docs[MANIFEST["unique"][0]]["title"], limit=3)
+        assert hit and hit[0]["url"].endswith(MANIFEST["unique"][0])
+    finally:
+        search.close()
+    index = open_index(uri)
+    try:
+        assert len(index) == len(kept)
+    finally:
+        index.close()
+
+
+def test_two_crawlers_share_one_elasticsearch_emulated_index(site_url, es_url, tmp_path):
+    """Both crawl every page at once; across both, exactly one copy of each exact group is kept."""
+    uri = f"{es_url}/shared-{tmp_path.name.lower()}"
+    procs, outs = [], []
+    for n in (1, 2):
+        out = tmp_path / f"crawler{n}"
+        cmd = crawl_command(site_url, out, "CONCURRENT_REQUESTS=4", index_uri=uri)
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+        outs.append(out)
+    logs = [p.communicate(timeout=180)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(log[-2000:] for log in logs)
+    kept = [verdicts(read_jsonl(o / "items.jsonl")) for o in outs]
+    dropped = [verdicts(read_jsonl(o / "dropped.jsonl")) for o in outs]
+    for k, d in zip(kept, dropped):  # each crawler saw every page once
+        assert sorted(set(k) | set(d)) == ALL_PATHS
+    for group in EXACT:
+        copies = [p for k in kept for p in group["paths"] if p in k]
+        assert len(copies) == 1, (group["name"], copies)
+    index = open_index(uri)
+    try:
+        statuses = Counter(r.content_hash for r in index.get(
+            [i for i, _ in index.nearest(_any_signature(index), index.ref_id, 1000, -1.0)]))
+        assert statuses and max(statuses.values()) == 1  # no content recorded twice
+    finally:
+        index.close()
+
+
+def _any_signature(index):
+    import numpy as np
+
+    return np.ones(index.dim, dtype=np.float32)
+
+
+def test_outage_mid_crawl_spools_and_the_next_crawl_replays(site_url, crawl, tmp_path):
+    """The Elasticsearch (emulator) server stops mid-crawl: the crawl retries, stops saying so and
+    spools what it could not write; with the server back, the resumed crawl (JOBDIR) replays the
+    spool.  Every page ends kept once in the index or in the dropped log; none lost, none twice."""
+    from elasticsearch import Elasticsearch
+    from es_server import Emulator
+
+    server = Emulator(tmp_path / "es-data")
+    url = server.start()
+    uri = f"{url}/outage"
+    out = tmp_path / "crawl"
+    settings = ("DEDUP_ES_OPTIONS={\"retry_seconds\": 3}", f"JOBDIR={out / 'job'}", "DOWNLOAD_DELAY=0.25")
+    cmd = crawl_command(site_url, out, *settings, index_uri=uri, items="items1.jsonl")
+    try:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+        client = Elasticsearch(url)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if client.indices.exists(index="outage-dedup") and client.count(index="outage-dedup")["count"] >= 8:
+                break
+            time.sleep(0.1)
+        client.close()
+        server.stop()  # the outage
+        log1 = proc.communicate(timeout=120)[0]
+        assert proc.returncode == 0, log1[-3000:]
+        assert "'finish_reason': 'dedup_index_unavailable'" in log1, log1[-3000:]
+        assert "is unavailable" in log1 and "spool.jsonl" in log1
+        spooled = read_jsonl(out / "spool.jsonl")
+        assert spooled, log1[-3000:]
+
+        server.start()  # the cluster is back
+        second = crawl(site_url, out, *settings, index_uri=uri, items="items2.jsonl")
+        assert second.returncode == 0, second.log[-3000:]
+        assert "Resuming crawl" in second.log and "Replaying items spooled" in second.log
+        assert "'finish_reason': 'finished'" in second.log
+        assert not (out / "spool.jsonl").exists() and not (out / "spool.jsonl.replaying").exists()
+
+        dropped = verdicts(read_jsonl(out / "dropped.jsonl"))
+        search = open_search(uri, readonly=True)
+        try:
+            indexed = {manifest_key(d["url"]): d["dedup"] for d in search.iter_docs()}
+        finally:
+            search.close()
+        check_ground_truth(indexed, dropped)  # every page once: kept in the index or dropped
+        index = open_index(uri)
+        try:
+            assert len(index) == len(indexed)
+        finally:
+            index.close()
+    finally:
+        server.stop()
