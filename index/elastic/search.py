@@ -29,7 +29,7 @@ import xxhash
 from ..base import verdict_of
 from .connect import IndexUnavailable, Retrying, check_index_name
 
-__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "doc_id", "scan"]
+__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "url_id", "scan"]
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class BulkIndexError(RuntimeError):
         self.docs = docs or []  # the refused documents, for the caller to keep
 
 
-def doc_id(url: str) -> str:
+def url_id(url: str) -> str:
     """The ``_id`` of the document of ``url``."""
     return url if len(url.encode("utf-8")) <= 512 else "u:" + xxhash.xxh3_128_hexdigest(url.encode("utf-8"))
 
@@ -138,10 +138,11 @@ class ElasticSearch:
                     raise
 
     # -- writes -----------------------------------------------------------------------------------
-    def add(self, doc: dict[str, Any]) -> None:
-        """Buffer ``doc`` (replacing any with the same url); sent at ``bulk_size`` docs or :meth:`flush`."""
+    def add(self, doc: dict[str, Any], *, doc_id: str | None = None) -> None:
+        """Buffer ``doc`` (replacing any with the same url, or with ``doc_id`` when given); sent at
+        ``bulk_size`` docs or :meth:`flush`."""
         dedup = verdict_of(doc)
-        self._buffer[str(doc["url"])] = {**doc, "dedup": dedup}
+        self._buffer[doc_id or url_id(str(doc["url"]))] = {**doc, "dedup": dedup}
         if len(self._buffer) >= self.bulk_size:
             self.flush()
 
@@ -158,27 +159,31 @@ class ElasticSearch:
         start, delay = time.monotonic(), self.es.first_delay
         while True:
             ops: list[dict[str, Any]] = []
-            for url, doc in todo.items():
-                ops += [{"index": {"_index": self.name, "_id": doc_id(url)}}, doc]
+            for key, doc in todo.items():
+                ops += [{"index": {"_index": self.name, "_id": key}}, doc]
             try:
                 got = self.es.call("write documents", self.es.client.bulk, operations=ops)
             except IndexUnavailable as exc:
                 exc.docs = list(todo.values())  # type: ignore[attr-defined]  # not stored: the caller keeps them
                 raise
-            retry, failed = {}, []
+            retry: dict[str, dict[str, Any]] = {}
+            failed: list[tuple[str, int, str]] = []
+            refused: list[dict[str, Any]] = []
             if got.get("errors"):
-                for (url, doc), item in zip(todo.items(), got["items"]):
+                for (key, doc), item in zip(todo.items(), got["items"]):
                     result = next(iter(item.values()))
                     status = int(result.get("status", 500))
                     if status < 300:
                         continue
                     if status in (429, 502, 503, 504):
-                        retry[url] = doc
+                        retry[key] = doc
                     else:
                         err = result.get("error") or {}
-                        failed.append((url, status, f"{err.get('type', '')}: {err.get('reason', '')}"[:300]))
+                        failed.append((str(doc.get("url") or key), status,
+                                       f"{err.get('type', '')}: {err.get('reason', '')}"[:300]))
+                        refused.append(doc)
             if failed:
-                raise BulkIndexError(self.name, failed, [todo[u] for u, _, _ in failed])
+                raise BulkIndexError(self.name, failed, refused)
             if not retry:
                 return
             if time.monotonic() - start + delay > self.es.retry_seconds:
@@ -192,17 +197,17 @@ class ElasticSearch:
             todo = retry
 
     def remove(self, url: str) -> bool:
-        buffered = self._buffer.pop(url, None) is not None
+        buffered = self._buffer.pop(url_id(url), None) is not None
         got = self.es.call("remove a document", self.es.client.options(ignore_status=404).delete,
-                           index=self.name, id=doc_id(url), refresh=True)
+                           index=self.name, id=url_id(url), refresh=True)
         return got.get("result") == "deleted" or buffered
 
     # -- reads --------------------------------------------------------------------------------------
     def get(self, url: str) -> dict[str, Any] | None:
-        if url in self._buffer:
-            return dict(self._buffer[url])
+        if url_id(url) in self._buffer:
+            return dict(self._buffer[url_id(url)])
         got = self.es.call("read a document", self.es.client.options(ignore_status=404).get,
-                           index=self.name, id=doc_id(url))
+                           index=self.name, id=url_id(url))
         return got["_source"] if got.get("found") else None
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:

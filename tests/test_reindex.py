@@ -1,0 +1,173 @@
+"""``dedup reindex`` against the noida-db emulator of the Elasticsearch API (or a real cluster with
+DEDUP_TEST_ES_URL; tests/es_server.py): a corpus index holding the sample site's pages (known
+exact and near-duplicate groups, crawler/sample_site/expected.json) is reindexed; killed half-way
+and resumed it ends identical to an uninterrupted run; --dry-run writes nothing."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, clean_env, read_jsonl
+from crawler.sample_site import load_expected, manifest_key
+from dedup.cli import main
+
+MANIFEST = load_expected()
+GROUPS = MANIFEST["groups"]
+EXACT = [g for g in GROUPS if g["kind"] == "exact"]
+NEAR = [g for g in GROUPS if g["kind"] == "near"]
+ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
+DEDUP = str(Path(sys.executable).with_name("dedup"))
+
+
+@pytest.fixture(scope="module")
+def corpus(site_url, es_url):
+    """An index ``corpus-…`` of the sample site's pages: url (keyword), html, title, a date."""
+    from elasticsearch import Elasticsearch, helpers
+
+    name = f"corpus-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "title": {"type": "text"},
+        "crawled": {"type": "date"}, "site": {"type": "keyword"}}})
+    docs = []
+    for n, path in enumerate(ALL_PATHS):
+        url = site_url.rstrip("/") + path
+        with urllib.request.urlopen(url, timeout=10) as r:
+            html = r.read().decode("utf-8")
+        # a fixed, shuffled arrival time: the keep rule "oldest" decides which copy is kept
+        day = (n * 7) % len(ALL_PATHS)
+        docs.append({"_index": name, "_id": f"doc{n:03d}", "_source": {
+            "url": url, "html": html, "title": path, "crawled": f"2024-01-{1 + day // 24:02d}T{day % 24:02d}:00:00Z",
+            "site": "wrenfield"}})
+    helpers.bulk(client, docs, refresh=True)
+    client.close()
+    yield f"{es_url}/{name}"
+    client = Elasticsearch(es_url)
+    client.options(ignore_status=404).indices.delete(index=name)
+    client.close()
+
+
+def reindex_args(source: str, dest: str, out: Path, *extra: str) -> list[str]:
+    return ["reindex", source, dest, "--html-field", "html", "--time-field", "crawled", "--keep", "oldest",
+            "--dropped-log", str(out / "dropped.jsonl"), "--checkpoint", str(out / "checkpoint.json"), *extra]
+
+
+def dest_docs(dest: str) -> dict[str, dict]:
+    from index import open_search
+
+    search = open_search(dest, readonly=True)
+    try:
+        return {manifest_key(d["url"]): d["dedup"] for d in search.iter_docs()}
+    finally:
+        search.close()
+
+
+def outcome(dest: str, out: Path) -> tuple[dict, dict]:
+    kept = {p: (v["status"], v["duplicate_of"], v["rule"]) for p, v in dest_docs(dest).items()}
+    dropped = {manifest_key(d["url"]): (d["verdict"]["status"], d["verdict"]["duplicate_of"], d["verdict"]["rule"])
+               for d in read_jsonl(out / "dropped.jsonl")}
+    return kept, dropped
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(corpus, tmp_path_factory, es_url):
+    out = tmp_path_factory.mktemp("reindex")
+    dest = f"{es_url}/dest-{out.name.lower()}"
+    assert main(reindex_args(corpus, dest, out, "--batch-size", "7", "--alias", f"alias-{out.name.lower()}")) == 0
+    return dest, out
+
+
+def test_reindex_keeps_one_per_exact_group_and_flags_near_copies(uninterrupted, corpus):
+    dest, out = uninterrupted
+    kept, dropped = outcome(dest, out)
+    assert not set(kept) & set(dropped)
+    assert sorted(set(kept) | set(dropped)) == ALL_PATHS  # the dropped log is complete
+    for group in EXACT:
+        members = set(group["paths"])
+        assert len(members & set(kept)) == 1, group["name"]
+        for path in members - set(kept):
+            status, dup_of, _ = dropped[path]
+            assert status == "exact_duplicate" and manifest_key(dup_of) in members
+    for group in NEAR:
+        statuses = Counter(kept[p][0] for p in group["paths"])
+        assert statuses["unique"] == 1, group["name"]
+        for p in group["paths"]:
+            if kept[p][0] != "unique":
+                assert kept[p][0] in ("near_duplicate", "duplicate") and manifest_key(kept[p][1]) in group["paths"]
+
+
+def test_reindex_destination_mirrors_the_source(uninterrupted, corpus, es_url):
+    from elasticsearch import Elasticsearch
+
+    dest, out = uninterrupted
+    client = Elasticsearch(es_url)
+    try:
+        name = dest.rsplit("/", 1)[1]
+        hit = client.search(index=name, size=1)["hits"]["hits"][0]
+        assert hit["_id"].startswith("doc") and {"url", "html", "crawled", "site", "dedup"} <= set(hit["_source"])
+        mapping = client.indices.get_mapping(index=name)[name]["mappings"]["properties"]
+        assert mapping["crawled"]["type"] == "date" and mapping["dedup"]["properties"]["status"]["type"] == "keyword"
+        assert name in client.indices.get_alias(name=f"alias-{out.name.lower()}")
+    finally:
+        client.close()
+    lines = read_jsonl(out / "dropped.jsonl")
+    assert all(line["item"]["source"]["url"] == line["url"] for line in lines)  # the whole document is kept
+    assert json.loads((out / "checkpoint.json").read_text())["finished"] is True
+
+
+def test_reindex_killed_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
+    dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
+    log = tmp_path.parent / f"{tmp_path.name}.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([DEDUP, *args], cwd=ROOT, env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
+    checkpoint = tmp_path / "checkpoint.json"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if json.loads(checkpoint.read_text())["processed"] >= 10:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    assert proc.poll() is None, "the reindex finished before it could be killed: " + log.read_text()[-2000:]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = json.loads(checkpoint.read_text())
+    assert 10 <= done["processed"] < len(ALL_PATHS) and not done["finished"]
+
+    assert main(args + ["--json"]) == 0  # resumes from the checkpoint
+    assert outcome(dest, tmp_path) == outcome(*uninterrupted)
+    assert json.loads(checkpoint.read_text())["processed"] == len(ALL_PATHS)
+
+
+def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
+    from elasticsearch import Elasticsearch
+
+    dest = f"{es_url}/dry-{tmp_path.name.lower()}"
+    assert main(reindex_args(corpus, dest, tmp_path, "--dry-run", "--json")) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dry_run"] is True and report["processed"] == len(ALL_PATHS)
+    assert report["dropped"] == sum(len(g["paths"]) - 1 for g in EXACT)
+    client = Elasticsearch(es_url)
+    try:
+        name = dest.rsplit("/", 1)[1]
+        assert not client.indices.exists(index=name) and not client.indices.exists(index=f"{name}-dedup")
+    finally:
+        client.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reindex_clear_errors(corpus, tmp_path, es_url, capsys):
+    assert main(reindex_args(f"{es_url}/no-such-index", f"{es_url}/x-{tmp_path.name.lower()}", tmp_path)) == 2
+    assert "no source index no-such-index" in capsys.readouterr().err
+    assert main(reindex_args(corpus, f"{es_url}/y", tmp_path, "--keep", "shortest")) == 2
+    assert "unknown keep rule" in capsys.readouterr().err
