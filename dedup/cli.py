@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 from typing import Sequence
@@ -32,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"dedup: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `dedup ... | head`: the reader left; not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's final flush of stdout must not fail too
+        return 0
 
 
 if __name__ == "__main__":

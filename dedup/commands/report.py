@@ -1,0 +1,43 @@
+"""``dedup report``: a static HTML report of a crawl's dropped and flagged pages."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import progress
+
+__all__ = ["register"]
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..report import write_report
+
+    uri = args.index or os.environ.get("DEDUP_INDEX") or "local://.dedup"
+    if args.limit is not None and args.limit < 0:
+        raise ValueError(f"--limit must be >= 0 (got {args.limit})")
+    result = write_report(args.log, args.output, uri, limit=args.limit or None, title=args.title,
+                          progress=progress("report"))
+    if result["bad_log_lines"]:
+        print(f"dedup: warning: {result['bad_log_lines']} bad lines of {args.log} skipped "
+              "(listed in the report; `dedup dropped stats --log ...` names them)", file=sys.stderr)
+    if result["index_note"]:
+        print(f"dedup: note: {result['index_note']}", file=sys.stderr)
+    print(f"wrote {result['path']} ({result['bytes'] / 1024:.0f} KiB): {result['dropped']} dropped, "
+          f"{result['restored']} restored, {result['flagged']} flagged, {result['kept']} in the search index")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    rp = sub.add_parser("report", help="static HTML report of a crawl's dropped and flagged pages",
+                        description="Write a self-contained HTML report (inline CSS and SVG, no scripts) of the "
+                                    "pages a crawl dropped (from its dropped log) and flagged (from the search "
+                                    "index), each beside the page it copies with matched sentences highlighted.")
+    rp.add_argument("log", help="the crawl's dropped log (DEDUP_DROPPED_LOG, e.g. .dedup/dropped.jsonl)")
+    rp.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
+    rp.add_argument("--index", help="index URI for flagged pages and copied texts "
+                                    "(default: $DEDUP_INDEX or local://.dedup)")
+    rp.add_argument("--limit", type=int, default=200,
+                    help="pages shown with their texts per section (default 200, 0 = all; the summary counts all)")
+    rp.add_argument("--title", default="Dedup report", help="the report's title")
+    rp.set_defaults(func=cmd_report)

@@ -1,0 +1,583 @@
+"""The dropped-page log: reading, folding, filtering, summarising, and restoring pages from it.
+
+The log (``DEDUP_DROPPED_LOG``, written by ``crawler.pipelines.DedupPipeline``) is JSON lines:
+
+* a **drop** line per dropped item: ``{"url", "time", "verdict": {...}, "item": {...}}``
+  (``time`` ISO 8601 UTC, ``verdict`` a :class:`~dedup.deduplicator.Verdict` dict, ``item`` the
+  exported fields: ``url``, ``title``, ``text``, ``fetched_at``, ``dedup``);
+* an **event** line appended by ``dedup dropped restore``:
+  ``{"event": "restored", "url", "time", ...}``.
+
+The log is append-only (a crash in the middle of a write can only leave a partial *last* line,
+which readers report and skip): restoring a page appends an event, it never rewrites the file.
+Reading *folds* the lines into one :class:`Entry` per URL: the latest drop line of the URL, how
+many times it was dropped, and its state, ``restored`` when a ``restored`` event follows that
+drop line (a later drop of the same URL makes it ``dropped`` again).
+
+Bad lines (not JSON, not an object, no ``url``/``verdict``) are reported as
+:class:`LogProblem` with their line number and skipped; they never stop a reader.
+
+Memory: folding keeps each entry's verdict and title, not its text; the full item is re-read
+from the line's byte offset when needed (:meth:`DropLog.item`).
+
+The **score** of an entry (filters, histogram) is the verdict's word-shingle containment
+(``verdict.scores.containment``, overlap over the smaller page, 0..1).  Drops by the
+``content_hash`` rule (same normalised main text) carry no containment: they count as 1.0.
+Other verdicts without one (``title_anchor`` in ``literal`` mode) have no score.
+
+This module imports neither scrapy nor elasticsearch; ``index`` is imported inside
+:func:`restore` only.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime, time as dtime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+from urllib.parse import urlsplit
+
+__all__ = [
+    "Entry", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
+    "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "page_from_item",
+    "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES",
+]
+
+try:
+    from .store import KeyTaken  # raised by DedupIndex.add when another record holds the content
+except ImportError:  # an index without content claims never raises it
+    class KeyTaken(Exception):  # type: ignore[no-redef]
+        record_id: int = 0
+
+STATES = ("dropped", "restored")
+RESTORED = "restored"
+
+
+def iso_now() -> str:
+    """Now, as the log writes times: ISO 8601 UTC with milliseconds and ``Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A log ``time`` as an aware UTC datetime, or None when missing or unreadable."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def parse_when(text: str, *, end: bool = False) -> datetime:
+    """A ``--since``/``--until`` argument: an ISO date (``2026-11-21``) or date-time
+    (``2026-11-21T09:30``, ``...Z``, ``...+02:00``); times without a zone are UTC.
+
+    With ``end=True`` a bare date means the end of that day (``--until 2026-11-21`` includes
+    the whole day).  Raises ValueError with the accepted forms.
+    """
+    raw = text.strip()
+    try:
+        if len(raw) == 10 and raw[4] == "-" and raw[7] == "-":
+            day = date.fromisoformat(raw)
+            moment = datetime.combine(day, dtime.min, tzinfo=timezone.utc)
+            return moment + timedelta(days=1) - timedelta(microseconds=1) if end else moment
+        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except (ValueError, IndexError):
+        raise ValueError(f"not an ISO date or date-time: {text!r} (e.g. 2026-11-21 or 2026-11-21T09:30Z)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def score_of(verdict: dict[str, Any]) -> float | None:
+    """The verdict's containment score (see the module docstring), or None."""
+    scores = verdict.get("scores") or {}
+    value = scores.get("containment") if isinstance(scores, dict) else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if verdict.get("rule") == "content_hash":
+        return 1.0
+    return None
+
+
+def _host_port(url: str) -> tuple[str, int | None]:
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return "", None
+    return (f"[{host}]" if ":" in host else host), port
+
+
+def host_of(url: str) -> str:
+    """``host`` or ``host:port`` of ``url``, lowercased (what stats count and ``--host`` matches)."""
+    host, port = _host_port(url)
+    return f"{host}:{port}" if port else host
+
+
+@dataclass
+class LogProblem:
+    """A line of the log that was skipped (or an event that did not apply)."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class Entry:
+    """One dropped URL, folded over the log (see the module docstring)."""
+
+    url: str
+    time: str
+    verdict: dict[str, Any]
+    title: str
+    line: int  # 1-based line number of the latest drop line
+    offset: int  # byte offset of that line
+    fetched_at: Any = None
+    drops: int = 1
+    state: str = "dropped"
+    restored_at: str | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.verdict.get("status") or "")
+
+    @property
+    def rule(self) -> str:
+        return str(self.verdict.get("rule") or "")
+
+    @property
+    def duplicate_of(self) -> str | None:
+        return self.verdict.get("duplicate_of")
+
+    @property
+    def host(self) -> str:
+        return host_of(self.url)
+
+    @property
+    def score(self) -> float | None:
+        return score_of(self.verdict)
+
+    @property
+    def when(self) -> datetime | None:
+        return parse_time(self.time)
+
+    def to_dict(self, *, verdict: bool = False) -> dict[str, Any]:
+        out = {"url": self.url, "time": self.time, "state": self.state, "restored_at": self.restored_at,
+               "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of,
+               "score": self.score, "host": self.host, "title": self.title, "drops": self.drops,
+               "line": self.line}
+        if verdict:
+            out["verdict"] = self.verdict
+        return out
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, int, dict[str, Any] | None, str | None]]:
+    """``(line number, byte offset, object or None, problem or None)`` for every non-blank line."""
+    with open(path, "rb") as f:
+        number, offset = 0, 0
+        for raw in f:
+            number += 1
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except (ValueError, UnicodeDecodeError) as exc:
+                tail = "" if raw.endswith(b"\n") else " (truncated last line: an interrupted write?)"
+                yield number, start, None, f"not JSON ({_short(exc)}){tail}"
+                continue
+            if not isinstance(obj, dict):
+                yield number, start, None, f"not a JSON object ({type(obj).__name__})"
+                continue
+            yield number, start, obj, None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@dataclass
+class DropLog:
+    """A folded dropped log: ``entries`` (one per URL, in order of their latest drop line) and
+    the ``problems`` met reading it."""
+
+    path: Path
+    entries: list[Entry] = field(default_factory=list)
+    problems: list[LogProblem] = field(default_factory=list)
+    lines: int = 0
+    events: int = 0
+    _by_url: dict[str, Entry] = field(default_factory=dict, repr=False)
+
+    def get(self, url: str) -> Entry | None:
+        """The entry of ``url`` (exactly as logged), or None."""
+        if len(self._by_url) != len(self.entries):
+            self._by_url = {e.url: e for e in self.entries}
+        return self._by_url.get(url)
+
+    def item(self, entry: Entry) -> dict[str, Any]:
+        """The full logged item of ``entry`` (``url``, ``title``, ``text``, ...), re-read from the log."""
+        with open(self.path, "rb") as f:
+            f.seek(entry.offset)
+            obj = json.loads(f.readline())
+        item = obj.get("item") if isinstance(obj, dict) else None
+        if not isinstance(item, dict):
+            item = {}
+        item.setdefault("url", entry.url)
+        return item
+
+    def find_item(self, url: str) -> dict[str, Any] | None:
+        """The item logged for ``url`` (any state), or None."""
+        entry = self.get(url)
+        return self.item(entry) if entry is not None else None
+
+
+def read_log(path: str | os.PathLike) -> DropLog:
+    """Read and fold the dropped log at ``path``.
+
+    Raises FileNotFoundError (with a hint) when there is no such file; bad lines become
+    ``problems`` and are skipped.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no dropped log at {path} (set it with --log, or DEDUP_DROPPED_LOG; "
+                                "a crawl writes it when it drops its first page)")
+    if path.is_dir():
+        raise FileNotFoundError(f"{path} is a directory, not a dropped log")
+    log = DropLog(path)
+    by_url: dict[str, Entry] = {}
+    for number, offset, obj, problem in iter_lines(path):
+        log.lines = number
+        if problem is not None:
+            log.problems.append(LogProblem(number, problem))
+            continue
+        assert obj is not None
+        url = obj.get("url")
+        if not isinstance(url, str) or not url:
+            log.problems.append(LogProblem(number, "no url"))
+            continue
+        event = obj.get("event")
+        if event is not None:
+            log.events += 1
+            entry = by_url.get(url)
+            if event != RESTORED:
+                log.problems.append(LogProblem(number, f"unknown event {event!r} for {url}; ignored"))
+            elif entry is None:
+                log.problems.append(LogProblem(number, f"restored event for {url}, which no earlier line drops"))
+            else:
+                entry.state = RESTORED
+                entry.restored_at = obj.get("time") if isinstance(obj.get("time"), str) else None
+            continue
+        verdict = obj.get("verdict")
+        if not isinstance(verdict, dict):
+            log.problems.append(LogProblem(number, f"no verdict object for {url}"))
+            continue
+        item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
+        previous = by_url.pop(url, None)  # re-inserted last: entries stay in order of latest drop
+        by_url[url] = Entry(
+            url=url, time=obj.get("time") if isinstance(obj.get("time"), str) else "", verdict=verdict,
+            title=str(item.get("title") or ""), line=number, offset=offset, fetched_at=item.get("fetched_at"),
+            drops=previous.drops + 1 if previous else 1)
+    log.entries = list(by_url.values())
+    return log
+
+
+@dataclass
+class Filter:
+    """Which entries a command looks at; every given criterion must hold (values within one
+    criterion are alternatives).  ``states``: ``dropped`` and/or ``restored``."""
+
+    rules: Sequence[str] = ()
+    statuses: Sequence[str] = ()
+    hosts: Sequence[str] = ()
+    min_score: float | None = None
+    max_score: float | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    states: Sequence[str] = ("dropped",)
+
+    def __post_init__(self) -> None:
+        bad = set(self.states) - set(STATES)
+        if bad:
+            raise ValueError(f"unknown states {sorted(bad)}; valid: {', '.join(STATES)}")
+        if self.min_score is not None and self.max_score is not None and self.min_score > self.max_score:
+            raise ValueError(f"--min-score {self.min_score} is above --max-score {self.max_score}")
+        if self.since is not None and self.until is not None and self.since > self.until:
+            raise ValueError(f"--since {self.since.isoformat()} is after --until {self.until.isoformat()}")
+
+    def __call__(self, entry: Entry) -> bool:
+        if self.states and entry.state not in self.states:
+            return False
+        if self.rules and entry.rule not in self.rules:
+            return False
+        if self.statuses and entry.status not in self.statuses:
+            return False
+        if self.hosts and not _host_matches(entry.url, self.hosts):
+            return False
+        if self.min_score is not None or self.max_score is not None:
+            score = entry.score
+            if score is None:
+                return False
+            if self.min_score is not None and score < self.min_score:
+                return False
+            if self.max_score is not None and score > self.max_score:
+                return False
+        if self.since is not None or self.until is not None:
+            when = entry.when
+            if when is None:
+                return False
+            if self.since is not None and when < self.since:
+                return False
+            if self.until is not None and when > self.until:
+                return False
+        return True
+
+    def apply(self, entries: Iterable[Entry]) -> list[Entry]:
+        return [e for e in entries if self(e)]
+
+
+def _host_matches(url: str, hosts: Sequence[str]) -> bool:
+    """``--host`` values match the host, ``host:port``, or a parent domain (``example.org``
+    matches ``news.example.org``), case-insensitively."""
+    name, port = _host_port(url)
+    full = f"{name}:{port}" if port else name
+    for want in hosts:
+        w = want.strip().lower()
+        if w in (full, name) or name.endswith("." + w):
+            return True
+    return False
+
+
+def histogram(scores: Iterable[float], bins: int = 10, lo: float = 0.0, hi: float = 1.0) -> list[tuple[float, float, int]]:
+    """``(low, high, count)`` per equal-width bin of [lo, hi]; ``hi`` falls in the last bin."""
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1 (got {bins})")
+    width = (hi - lo) / bins
+    counts = [0] * bins
+    for s in scores:
+        i = int((s - lo) / width + 1e-9) if width else 0  # 1e-9: 0.98 on a 0.02 grid is bin 9, not 8
+        counts[min(max(i, 0), bins - 1)] += 1
+    return [(round(lo + i * width, 6), round(lo + (i + 1) * width, 6), counts[i]) for i in range(bins)]
+
+
+def text_histogram(bins: list[tuple[float, float, int]], width: int = 40) -> list[str]:
+    """One line per bin: ``0.90-1.00 ###### 12``."""
+    top = max((c for _, _, c in bins), default=0)
+    lines = []
+    for i, (a, b, c) in enumerate(bins):
+        bar = "#" * (round(c / top * width) if top else 0)
+        if c and not bar:
+            bar = "#"
+        close = "]" if i == len(bins) - 1 else ")"
+        lines.append(f"[{a:.2f}, {b:.2f}{close} {bar:<{width}} {c}")
+    return lines
+
+
+def histogram_floor(scores: Sequence[float]) -> float:
+    """Where a score histogram starts: the tenth below the lowest score, at most 0.9 (drops
+    are mostly high scores, so [0, 1] would leave most bins empty)."""
+    if not scores:
+        return 0.0
+    return max(0.0, min(math.floor(min(scores) * 10) / 10, 0.9))
+
+
+def summarize(entries: Sequence[Entry], bins: int = 10, lo: float | None = None) -> dict[str, Any]:
+    """Counts by state, status, rule and host, and the score distribution of ``entries``
+    (``bins`` equal bins over [``lo``, 1]; ``lo`` by default :func:`histogram_floor`)."""
+    scores = [s for s in (e.score for e in entries) if s is not None]
+    if lo is None:
+        lo = histogram_floor(scores)
+    times = [e.time for e in entries if e.when is not None]
+    return {
+        "pages": len(entries),
+        "drops": sum(e.drops for e in entries),
+        "by_state": dict(Counter(e.state for e in entries).most_common()),
+        "by_status": dict(Counter(e.status for e in entries).most_common()),
+        "by_rule": dict(Counter(e.rule for e in entries).most_common()),
+        "by_host": dict(Counter(e.host for e in entries).most_common()),
+        "score": {
+            "name": "containment",
+            "scored": len(scores),
+            "unscored": len(entries) - len(scores),
+            "min": min(scores) if scores else None,
+            "max": max(scores) if scores else None,
+            "mean": round(sum(scores) / len(scores), 4) if scores else None,
+            "histogram": [{"low": a, "high": b, "count": c} for a, b, c in histogram(scores, bins, lo)],
+        },
+        "first": min(times, key=parse_time) if times else None,
+        "last": max(times, key=parse_time) if times else None,
+    }
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
+    """Append one event line to the log with a single ``O_APPEND`` write, then fsync.
+
+    When the file does not end with a newline (a torn last line), a newline goes first so the
+    event never merges with it.
+    """
+    data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+    fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- restoring -------------------------------------------------------------------------------------
+def page_from_item(item: dict[str, Any]):
+    """A :class:`~dedup.page.Page` of a logged item's ``url``, ``title`` and ``text`` (as
+    ``crawler.pipelines.item_page`` makes one for items without HTML)."""
+    from .page import Page, url_tokens
+    from .text import split_sentences
+
+    url = str(item.get("url") or "")
+    text = str(item.get("text") or "")
+    return Page(url=url, title=str(item.get("title") or ""), text=text, sentences=split_sentences(text),
+                url_tokens=url_tokens(url), extraction="item")
+
+
+def _epoch(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    parsed = parse_time(value)
+    return parsed.timestamp() if parsed else datetime.now(timezone.utc).timestamp()
+
+
+def restored_dedup(verdict: dict[str, Any], when: str) -> dict[str, Any]:
+    """The ``dedup`` dict of a restored page's search document: status ``restored``, kept, with
+    the original verdict under ``original``."""
+    return {"status": RESTORED, "duplicate_of": verdict.get("duplicate_of"), "rule": verdict.get("rule"),
+            "scores": verdict.get("scores") or {}, "kept": True, "restored_at": when, "original": verdict}
+
+
+@dataclass
+class RestoreResult:
+    url: str
+    outcome: str  # "restored", "already_restored", "not_found", "error"
+    message: str
+    record_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "outcome": self.outcome, "message": self.message, "record_id": self.record_id}
+
+
+def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any = "tdw",
+            progress: Callable[[int, int], None] | None = None) -> list[RestoreResult]:
+    """Put the dropped pages ``urls`` back: into the dedup index (a record made from the logged
+    title and text), into the search index (document with ``dedup.status == "restored"``), and
+    mark them restored in the log (an appended event).  Works through the
+    :class:`~index.base.DedupIndex`/:class:`~index.base.SearchIndex` Protocols only.
+
+    Safe to repeat: an entry already restored is reported, not added again; a restore
+    interrupted after the index writes is completed without a second record (the dedup index
+    is asked, by content hash, whether it already holds this URL's record).
+    """
+    from index import open_index, open_search  # lazy: dedup's modules do not import index
+
+    from .features import Featurizer
+
+    results: list[RestoreResult] = []
+    todo: list[Entry] = []
+    seen: set[str] = set()
+    for url in urls:
+        entry = log.get(url)
+        if url in seen:
+            continue
+        seen.add(url)
+        if entry is None:
+            results.append(RestoreResult(url, "not_found", f"{url} is not in the dropped log {log.path}"))
+        elif entry.state == RESTORED:
+            results.append(RestoreResult(url, "already_restored",
+                                         f"{url} was already restored at {entry.restored_at or '(unknown time)'}; "
+                                         "nothing added"))
+        else:
+            todo.append(entry)
+    if not todo:
+        return results
+    featurizer = Featurizer(weights=weights)
+    index = open_index(index_uri)
+    try:
+        search = open_search(index_uri)
+        try:
+            for n, entry in enumerate(todo, 1):
+                results.append(_restore_one(log, entry, index, search, featurizer, index_uri))
+                if progress:
+                    progress(n, len(todo))
+        finally:
+            search.flush()
+            search.close()
+    finally:
+        index.flush()
+        index.close()
+    return results
+
+
+def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, featurizer: Any,
+                 index_uri: str) -> RestoreResult:
+    item = log.item(entry)
+    if not item.get("text") and not item.get("title"):
+        return RestoreResult(entry.url, "error", f"line {entry.line} logs no title or text for {entry.url}; "
+                             "nothing to restore")
+    page = page_from_item(item)
+    features = featurizer(page)
+    when = iso_now()
+    fetched_at = _epoch(item.get("fetched_at"))
+    record_id = _existing_record(index, entry.url, features.content_hash)
+    if record_id is None:
+        extra_fields = {"fetched_at": fetched_at}
+        record = features.to_record(page, status=entry.status or "exact_duplicate",
+                                    duplicate_of=entry.duplicate_of, **extra_fields)
+        record.extra["restored_at"] = when
+        try:
+            record_id = index.add(record)
+        except KeyTaken as exc:
+            # another record holds this content; a kept exact duplicate claims none: store it as one
+            holder = index.get([exc.record_id])
+            record.status = "exact_duplicate"
+            record.duplicate_of = holder[0].url if holder else entry.duplicate_of
+            record_id = index.add(record)
+    doc = {"url": entry.url, "title": item.get("title") or "", "text": item.get("text") or "",
+           "fetched_at": fetched_at, "dedup": restored_dedup(entry.verdict, when)}
+    search.add(doc)
+    search.flush()  # durable before the log says so (a backend may buffer adds)
+    append_event(log.path, {"event": RESTORED, "url": entry.url, "time": when, "record_id": record_id,
+                            "index": _public_uri(index_uri)})
+    entry.state, entry.restored_at = RESTORED, when
+    return RestoreResult(entry.url, "restored", f"{entry.url} restored (dedup record {record_id})", record_id)
+
+
+def _public_uri(uri: str) -> str:
+    """``uri`` without a user name or password (the log is no place for credentials)."""
+    parts = urlsplit(uri)
+    if parts.username is None and parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _existing_record(index: Any, url: str, content_hash: str) -> int | None:
+    """The id of a record for ``url`` with ``content_hash`` already in the index, or None."""
+    if not content_hash:
+        return None
+    ids = index.lookup("content_hash", content_hash)
+    for record in index.get(ids):
+        if record.url == url:
+            return record.id
+    return None

@@ -1,0 +1,183 @@
+"""Semantic hierarchies and their matching (seed 001, sections 4.1 and 4.3).
+
+A page's *semantic hierarchy* is a tree: the document at the root, headings nesting
+by level (an h3 under the h2 before it), and the text blocks (paragraphs, list items)
+under the heading they follow. Every sentence of the page belongs to exactly one node
+(a heading holds its own text), in document order, so a node's sentences are a run of
+the page's sentence positions.
+
+It is built from a :class:`~dedup.page.Page`, not from HTML: the main text keeps one
+block per line and :attr:`Page.headings` says which lines are headings, so the same
+code serves parsed HTML and the title/text records of the search index and the dropped
+log. A page without headings (a record) gets them inferred: a short line without
+closing punctuation that is followed by more text.
+
+Matching (the seed's Tree_Matching / Node_Comparison / Graphical_Display): given the
+pairs of equal sentences, every node gets the number of its sentences equal to some
+sentence of the other page, the share of its sentences that is (the seed's shaded
+area), the same over its whole section (node plus descendants), and the nodes of the
+other tree it shares sentences with. The seed walks binary trees in order to visit
+every node pair; a node's sentences are visited once either way, so the result is the
+same as that walk, at O(matched pairs) after the sentence comparison.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+from .page import Page
+from .text import split_sentences
+
+__all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies"]
+
+_WS = re.compile(r"\s+")
+_ITEM = re.compile(r"^(?:[-*\u2022\u2013\u00b7]|\d{1,3}[.)])\s+")
+_CLOSING = tuple(".!?:;,\u2026\"'\u201d\u2019)]")
+INFERRED_HEADING_WORDS = 14
+
+
+@dataclass
+class Node:
+    """One node: ``kind`` is ``document``, ``heading``, ``block`` or ``item``; ``level`` is
+    0 for the document, the heading level (1-6) for headings, and the enclosing level + 1
+    for blocks. ``sentences`` are positions in the page's sentence list."""
+
+    id: int
+    kind: str
+    label: str
+    level: int
+    parent: int | None
+    children: list[int] = field(default_factory=list)
+    sentences: list[int] = field(default_factory=list)
+    matched: int = 0
+    section_sentences: int = 0
+    section_matched: int = 0
+    partners: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def share(self) -> float | None:
+        """Share of this node's sentences equal to a sentence of the other page (None: no sentences)."""
+        return self.matched / len(self.sentences) if self.sentences else None
+
+    @property
+    def section_share(self) -> float | None:
+        return self.section_matched / self.section_sentences if self.section_sentences else None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["partners"] = [[k, v] for k, v in sorted(self.partners.items())]
+        d["share"] = None if self.share is None else round(self.share, 4)
+        d["section_share"] = None if self.section_share is None else round(self.section_share, 4)
+        return d
+
+
+@dataclass
+class Hierarchy:
+    """A page's nodes (``nodes[0]`` is the root; ids are positions, in document order) and sentences."""
+
+    nodes: list[Node]
+    sentences: list[str]
+
+    def node_of_sentence(self) -> list[int]:
+        out = [0] * len(self.sentences)
+        for node in self.nodes:
+            for s in node.sentences:
+                out[s] = node.id
+        return out
+
+    def depth(self, node_id: int) -> int:
+        d, n = 0, self.nodes[node_id]
+        while n.parent is not None:
+            d, n = d + 1, self.nodes[n.parent]
+        return d
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": [n.to_dict() for n in self.nodes]}
+
+
+def _key(text: str) -> str:
+    return _WS.sub(" ", text).strip().casefold()
+
+
+def _label(text: str, words: int = 12) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + (" \u2026" if len(parts) > words else "")
+
+
+def _inferred_heading(line: str, is_last: bool) -> bool:
+    return (not is_last and not _ITEM.match(line) and len(line.split()) <= INFERRED_HEADING_WORDS
+            and not line.rstrip().endswith(_CLOSING))
+
+
+def build_hierarchy(page: Page) -> Hierarchy:
+    """The semantic hierarchy of ``page`` (see the module docstring)."""
+    root = Node(id=0, kind="document", label=page.title or page.url, level=0, parent=None)
+    nodes = [root]
+    sentences: list[str] = []
+    lines = [ln.strip() for ln in (page.text or "").splitlines() if ln.strip()]
+    if not lines:
+        if page.sentences:  # a page given as sentences only: one block
+            block = Node(id=1, kind="block", label=_label(page.sentences[0]), level=1, parent=0,
+                         sentences=list(range(len(page.sentences))))
+            root.children.append(1)
+            nodes.append(block)
+            sentences = list(page.sentences)
+        return Hierarchy(nodes, sentences)
+    levels: dict[str, int] = {}
+    for level, text in page.headings:
+        levels.setdefault(_key(text), int(level))
+    stack: list[Node] = [root]
+    for n, line in enumerate(lines):
+        if page.headings:
+            level = levels.get(_key(line))
+        else:
+            level = (1 if n == 0 else 2) if _inferred_heading(line, n == len(lines) - 1) else None
+        parts = split_sentences(line) or [line]
+        if level is not None:
+            while stack[-1].kind == "heading" and stack[-1].level >= level:
+                stack.pop()
+            kind = "heading"
+        else:
+            level = stack[-1].level + 1
+            kind = "item" if _ITEM.match(line) else "block"
+        parent = stack[-1]
+        node = Node(id=len(nodes), kind=kind, label=_label(_ITEM.sub("", line)), level=level, parent=parent.id,
+                    sentences=list(range(len(sentences), len(sentences) + len(parts))))
+        sentences.extend(parts)
+        parent.children.append(node.id)
+        nodes.append(node)
+        if kind == "heading":
+            stack.append(node)
+    return Hierarchy(nodes, sentences)
+
+
+def match_hierarchies(a: Hierarchy, b: Hierarchy, pairs: Iterable[Sequence[int]]) -> list[list[int]]:
+    """Fill in the match fields of both trees' nodes from the equal sentence ``pairs``
+    (``(i, j, ...)``: sentence i of a equals sentence j of b); return the edges
+    ``[node_a, node_b, sentence pairs]`` sorted by node ids."""
+    node_a, node_b = a.node_of_sentence(), b.node_of_sentence()
+    hit_a: set[int] = set()
+    hit_b: set[int] = set()
+    edges: Counter[tuple[int, int]] = Counter()
+    for pair in pairs:
+        i, j = int(pair[0]), int(pair[1])
+        hit_a.add(i)
+        hit_b.add(j)
+        edges[(node_a[i], node_b[j])] += 1
+    for tree, hits in ((a, hit_a), (b, hit_b)):
+        for node in tree.nodes:
+            node.matched = sum(1 for s in node.sentences if s in hits)
+            node.section_sentences = len(node.sentences)
+            node.section_matched = node.matched
+            node.partners = {}
+        for node in reversed(tree.nodes):  # children come after their parent
+            if node.parent is not None:
+                up = tree.nodes[node.parent]
+                up.section_sentences += node.section_sentences
+                up.section_matched += node.section_matched
+    for (na, nb), count in edges.items():
+        a.nodes[na].partners[nb] = a.nodes[na].partners.get(nb, 0) + count
+        b.nodes[nb].partners[na] = b.nodes[nb].partners.get(na, 0) + count
+    return [[na, nb, c] for (na, nb), c in sorted(edges.items())]

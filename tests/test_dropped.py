@@ -1,0 +1,569 @@
+"""``dedup dropped list | stats | show | restore`` on dropped logs written by real crawls of the
+sample site (loopback), and :mod:`dedup.droplog` on hand-broken copies of them."""
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from crawler.sample_site import load_expected, manifest_key
+from dedup import droplog
+from dedup.cli import main
+from dedup.store import MemoryIndex
+from index import open_index, open_search
+
+CRAWL = pytest.mark.crawl
+
+MANIFEST = load_expected()
+EXACT_PATHS = {p for g in MANIFEST["groups"] if g["kind"] == "exact" for p in g["paths"]}
+NEAR_PATHS = {p for g in MANIFEST["groups"] if g["kind"] == "near" for p in g["paths"]}
+ALL_PATHS = sorted({p for g in MANIFEST["groups"] for p in g["paths"]} | set(MANIFEST["unique"]))
+DROP = "DEDUP_DROP=exact_duplicate,duplicate"  # near copies flagged "duplicate" are dropped too: two rules
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch):
+    for name in ("DEDUP_INDEX", "DEDUP_DROPPED_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "250")  # human tables: no URL cut short
+
+
+def dedup(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run the ``dedup`` CLI in this process: ``(exit code, stdout, stderr)``."""
+    capsys.readouterr()
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def dedup_json(capsys, *argv: str):
+    code, out, err = dedup(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def log_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# -- crawls ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def first(site_url, crawl, tmp_path_factory):
+    """A crawl that drops exact copies (rule content_hash) and near copies scored >= t1
+    (rule containment>=t1); its output is read only: tests that write use :func:`work`."""
+    result = crawl(site_url, tmp_path_factory.mktemp("dropped"), DROP)
+    assert result.returncode == 0, result.log[-3000:]
+    assert result.dropped
+    return result
+
+
+@pytest.fixture
+def work(first, tmp_path):
+    """A private copy of the crawl's index and dropped log: ``(log, index URI, index dir)``."""
+    out = tmp_path / "crawl"
+    shutil.copytree(first.index, out / "index")
+    shutil.copy(first.dropped_log, out / "dropped.jsonl")
+    return out / "dropped.jsonl", f"local://{out / 'index'}", out / "index"
+
+
+@pytest.fixture(scope="module")
+def recrawled(site_url, crawl, first, tmp_path_factory):
+    """The same site crawled again into a copy of the first index, appending to a copy of its
+    log: every page is now dropped, those of the first log for the second time."""
+    out = tmp_path_factory.mktemp("recrawled")
+    shutil.copytree(first.index, out / "index")
+    shutil.copy(first.dropped_log, out / "dropped.jsonl")
+    result = crawl(site_url, out, DROP)
+    assert result.returncode == 0, result.log[-3000:]
+    return result
+
+
+def args(log: Path, uri: str | None = None) -> list[str]:
+    return ["--log", str(log)] + (["--index", uri] if uri else [])
+
+
+# -- list -----------------------------------------------------------------------------------------
+@CRAWL
+def test_list_json_is_the_crawl_s_dropped_log(first, capsys):
+    rows = dedup_json(capsys, "dropped", "list", *args(first.dropped_log))
+    logged = {d["url"]: d for d in first.dropped}
+    assert [r["url"] for r in rows] == [d["url"] for d in first.dropped]  # log order
+    assert len(rows) == len(logged)
+    for row in rows:
+        verdict = logged[row["url"]]["verdict"]
+        assert row["state"] == "dropped" and row["restored_at"] is None and row["drops"] == 1
+        assert (row["status"], row["rule"], row["duplicate_of"]) == \
+            (verdict["status"], verdict["rule"], verdict["duplicate_of"])
+        assert row["host"] == row["url"].split("/")[2]
+        if row["rule"] == "content_hash":
+            assert manifest_key(row["url"]) in EXACT_PATHS and row["score"] == 1.0
+        else:
+            assert manifest_key(row["url"]) in NEAR_PATHS
+            assert row["score"] == verdict["scores"]["containment"] >= verdict["thresholds"]["t1"]
+    assert {r["rule"] for r in rows} == {"content_hash", "containment>=t1"}
+    with_verdicts = dedup_json(capsys, "dropped", "list", *args(first.dropped_log), "--verdicts")
+    assert [r["verdict"] for r in with_verdicts] == [d["verdict"] for d in first.dropped]
+
+
+@CRAWL
+def test_list_filters(first, capsys):
+    log = first.dropped
+    base = ["dropped", "list", *args(first.dropped_log)]
+
+    def urls(*extra: str) -> set[str]:
+        return {r["url"] for r in dedup_json(capsys, *base, *extra)}
+
+    def expect(pred) -> set[str]:
+        return {d["url"] for d in log if pred(d["verdict"], d)}
+
+    exact = expect(lambda v, d: v["rule"] == "content_hash")
+    near = expect(lambda v, d: v["rule"] == "containment>=t1")
+    assert exact and near and exact | near == {d["url"] for d in log}
+    assert urls("--rule", "content_hash") == exact
+    assert urls("--rule", "containment>=t1") == near
+    assert urls("--rule", "content_hash,containment>=t1") == urls("--rule", "content_hash", "--rule",
+                                                                   "containment>=t1") == exact | near
+    assert urls("--status", "duplicate") == near
+    assert urls("--status", "exact_duplicate", "--rule", "containment>=t1") == set()
+    host = log[0]["url"].split("/")[2]
+    assert urls("--host", host) == urls("--host", "127.0.0.1") == exact | near
+    assert urls("--host", "example.org") == set()
+    # scores: containment of the verdict; content_hash drops count as 1.0
+    scores = sorted(d["verdict"]["scores"]["containment"] for d in log if d["url"] in near)
+    lo, hi = scores[0], scores[-1]
+    assert urls("--min-score", str(lo), "--max-score", str(hi)) == near
+    assert urls("--max-score", "0.99") == expect(lambda v, d: v["scores"].get("containment", 1.0) <= 0.99)
+    assert urls("--min-score", "1") == exact
+    mid = scores[len(scores) // 2]
+    assert urls("--min-score", str(mid), "--rule", "containment>=t1") == \
+        expect(lambda v, d: v["rule"] == "containment>=t1" and v["scores"]["containment"] >= mid)
+    # time: ISO dates (a date --until includes its whole day) and date-times
+    times = sorted(datetime.fromisoformat(d["time"].replace("Z", "+00:00")) for d in log)
+    day = times[0].date()
+    assert urls("--since", day.isoformat(), "--until", times[-1].date().isoformat()) == exact | near
+    assert urls("--since", (times[-1].date() + timedelta(days=1)).isoformat()) == set()
+    assert urls("--until", (day - timedelta(days=1)).isoformat()) == set()
+    cut = times[len(times) // 2]
+    assert urls("--since", cut.isoformat()) == \
+        expect(lambda v, d: datetime.fromisoformat(d["time"].replace("Z", "+00:00")) >= cut)
+    assert urls("--until", cut.isoformat().replace("+00:00", "Z")) == \
+        expect(lambda v, d: datetime.fromisoformat(d["time"].replace("Z", "+00:00")) <= cut)
+    assert len(dedup_json(capsys, *base, "--limit", "3")) == 3
+
+
+@CRAWL
+def test_list_table_and_argument_errors(first, capsys):
+    code, out, err = dedup(capsys, "dropped", "list", *args(first.dropped_log))
+    assert code == 0 and not err
+    lines = out.splitlines()
+    assert lines[0].split() == ["time", "(UTC)", "status", "rule", "score", "url"]
+    for d in first.dropped:
+        row = next(line for line in lines if line.rstrip().endswith(d["url"]))
+        assert d["verdict"]["status"] in row and d["verdict"]["rule"] in row
+        assert d["time"][:19].replace("T", " ") in row
+    assert any(f"copy of {first.dropped[0]['verdict']['duplicate_of']}" in line for line in lines)
+    assert lines[-1] == f"{len(first.dropped)} pages"
+    code, out, _ = dedup(capsys, "dropped", "list", *args(first.dropped_log), "--host", "example.org")
+    assert code == 0 and out.startswith("no dropped pages match")
+    for bad, message in ((["--since", "yesterday"], "not an ISO date"), (["--min-score", "2"], "--min-score"),
+                         (["--min-score", "0.9", "--max-score", "0.5"], "above --max-score")):
+        code, _, err = dedup(capsys, "dropped", "list", *args(first.dropped_log), *bad)
+        assert code == 2 and message in err, err
+
+
+# -- stats ----------------------------------------------------------------------------------------
+@CRAWL
+def test_stats_counts_and_histogram(first, capsys):
+    stats = dedup_json(capsys, "dropped", "stats", *args(first.dropped_log))
+    log = first.dropped
+    assert stats["pages"] == stats["drops"] == len(log)
+    assert stats["by_rule"] == dict(Counter(d["verdict"]["rule"] for d in log))
+    assert stats["by_status"] == dict(Counter(d["verdict"]["status"] for d in log))
+    assert stats["by_host"] == {log[0]["url"].split("/")[2]: len(log)}
+    assert stats["bad_lines"] == 0 and stats["restored_hidden"] == 0
+    score = stats["score"]
+    assert score["name"] == "containment" and score["scored"] == len(log) and score["unscored"] == 0
+    containments = [d["verdict"]["scores"].get("containment", 1.0) for d in log]
+    assert score["min"] == min(containments) and score["max"] == 1.0
+    bins = score["histogram"]
+    assert len(bins) == 10 and bins[0]["low"] == pytest.approx(int(min(containments) * 10) / 10)
+    assert bins[-1]["high"] == pytest.approx(1.0)
+    assert sum(b["count"] for b in bins) == len(log)
+    for b in bins[:-1]:
+        assert b["count"] == sum(1 for c in containments if b["low"] - 1e-9 <= c < b["high"] - 1e-9)
+    assert bins[-1]["count"] >= Counter(d["verdict"]["rule"] for d in log)["content_hash"]
+
+    code, out, _ = dedup(capsys, "dropped", "stats", *args(first.dropped_log))
+    assert code == 0
+    assert f"{len(log)} dropped pages" in out
+    for section in ("by status:", "by rule:", "by host:", "containment score"):
+        assert section in out
+    bars = [line for line in out.splitlines() if line.strip().startswith("[")]
+    assert len(bars) == 10 and bars[-1].strip().startswith("[0.") and "1.00]" in bars[-1]
+    assert "#" in bars[-1] and bars[-1].split()[-1] == str(bins[-1]["count"])
+    filtered = dedup_json(capsys, "dropped", "stats", *args(first.dropped_log), "--rule", "containment>=t1",
+                          "--bins", "4", "--score-floor", "0.8")
+    assert filtered["by_rule"] == {"containment>=t1": stats["by_rule"]["containment>=t1"]}
+    assert [(b["low"], b["high"]) for b in filtered["score"]["histogram"]] == \
+        [(0.8, 0.85), (0.85, 0.9), (0.9, 0.95), (0.95, 1.0)]
+
+
+# -- show -----------------------------------------------------------------------------------------
+@CRAWL
+def test_show_prints_verdict_and_both_texts(first, capsys):
+    near = next(d for d in first.dropped if d["verdict"]["rule"] == "containment>=t1")
+    uri = f"local://{first.index}"
+    search = open_search(uri, readonly=True)
+    try:
+        original = search.get(near["verdict"]["duplicate_of"])
+    finally:
+        search.close()
+    assert original is not None
+    shown = dedup_json(capsys, "dropped", "show", near["url"], *args(first.dropped_log, uri))
+    assert shown["verdict"] == near["verdict"]
+    assert shown["page"]["text"] == near["item"]["text"] and shown["page"]["title"] == near["item"]["title"]
+    assert shown["copies"]["url"] == near["verdict"]["duplicate_of"]
+    assert shown["copies"]["text"] == original["text"]
+    assert shown["copies_source"] == f"search index {uri}" and shown["copies_note"] is None
+
+    code, out, err = dedup(capsys, "dropped", "show", near["url"], *args(first.dropped_log, uri))
+    assert code == 0, err
+    assert f"verdict    duplicate by rule containment>=t1; copy of {near['verdict']['duplicate_of']}" in out
+    assert f"containment {near['verdict']['scores']['containment']:.2f}" in out
+    first_words = lambda text: " ".join(text.split()[:8])  # noqa: E731
+    assert first_words(near["item"]["text"]) in " ".join(out.split())
+    assert first_words(original["text"]) in " ".join(out.split())
+    assert "from the search index" in out
+
+    code, _, err = dedup(capsys, "dropped", "show", near["url"] + "#nope", *args(first.dropped_log, uri))
+    assert code == 2 and "is not in the dropped log" in err and "did you mean" in err
+
+
+@CRAWL
+def test_show_falls_back_to_the_log_without_an_index(recrawled, capsys, tmp_path):
+    """After a recrawl every page is in the log: the copied page's text comes from there."""
+    entry = next(d for d in recrawled.dropped if manifest_key(d["url"]) == "/print/library-roof.html"
+                 and d["verdict"]["duplicate_of"] != d["url"])
+    missing = f"local://{tmp_path / 'no-index'}"
+    shown = dedup_json(capsys, "dropped", "show", entry["url"], *args(recrawled.dropped_log, missing))
+    copied = next(d for d in reversed(recrawled.dropped) if d["url"] == entry["verdict"]["duplicate_of"])
+    assert shown["copies"]["text"] == copied["item"]["text"]
+    assert shown["copies_source"] == f"dropped log {recrawled.dropped_log}"
+    assert "no search index" in shown["copies_note"]
+    assert not (tmp_path / "no-index").exists()  # showing never creates an index
+
+
+@CRAWL
+def test_recrawl_log_folds_to_one_entry_per_url(recrawled, first, capsys):
+    rows = dedup_json(capsys, "dropped", "list", *args(recrawled.dropped_log))
+    assert sorted(manifest_key(r["url"]) for r in rows) == ALL_PATHS
+    twice = {d["url"] for d in first.dropped}
+    assert {r["url"]: r["drops"] for r in rows} == {r["url"]: 2 if r["url"] in twice else 1 for r in rows}
+    latest = {d["url"]: d["verdict"] for d in recrawled.dropped}  # the second crawl's lines come last
+    assert {r["url"]: (r["status"], r["duplicate_of"]) for r in rows} == \
+        {u: (v["status"], v["duplicate_of"]) for u, v in latest.items()}
+    assert {r["status"] for r in rows if r["url"] not in twice} == {"exact_duplicate"}
+    stats = dedup_json(capsys, "dropped", "stats", *args(recrawled.dropped_log))
+    assert stats["pages"] == len(ALL_PATHS) and stats["drops"] == len(ALL_PATHS) + len(twice)
+
+
+# -- broken logs ----------------------------------------------------------------------------------
+@CRAWL
+def test_corrupt_lines_are_reported_by_number_and_skipped(first, capsys, tmp_path):
+    lines = first.dropped_log.read_text(encoding="utf-8").splitlines(keepends=True)
+    broken = tmp_path / "dropped.jsonl"
+    torn = lines[-1][: len(lines[-1]) // 2]  # an interrupted write: half a line, no newline
+    content = (lines[:2] + ["{not json\n", "[1, 2]\n", '{"url": "http://x.example/"}\n', "\n"]
+               + lines[2:-1] + [torn])
+    broken.write_text("".join(content), encoding="utf-8")
+    good = [json.loads(line)["url"] for line in lines[:-1]]
+
+    code, out, err = dedup(capsys, "dropped", "list", *args(broken), "--json")
+    assert code == 0
+    assert [r["url"] for r in json.loads(out)] == good
+    assert f"{broken} line 3: not JSON" in err
+    assert "line 4: not a JSON object (list)" in err
+    assert "line 5: no verdict object for http://x.example/" in err
+    assert f"line {len(content)}: not JSON" in err and "truncated last line" in err
+    stats = dedup_json(capsys, "dropped", "stats", *args(broken))
+    assert stats["bad_lines"] == 4 and stats["pages"] == len(good)
+    code, out, err = dedup(capsys, "dropped", "stats", *args(broken))
+    assert code == 0 and "4 bad lines skipped" in out
+
+
+@CRAWL
+def test_restore_after_a_torn_line_starts_a_new_line(work, capsys):
+    log, uri, _ = work
+    data = log.read_bytes()
+    log.write_bytes(data + data.splitlines(keepends=True)[0][:40])  # torn last line
+    url = log_lines_before(data)[0]["url"]
+    code, _, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0, err
+    rows = dedup_json(capsys, "dropped", "list", *args(log), "--restored")
+    assert [r["url"] for r in rows] == [url]
+    assert log.read_bytes().startswith(data)
+
+
+def log_lines_before(data: bytes) -> list[dict]:
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
+def test_missing_empty_and_directory_logs(capsys, tmp_path):
+    code, _, err = dedup(capsys, "dropped", "list", "--log", tmp_path / "none.jsonl")
+    assert code == 2 and f"no dropped log at {tmp_path / 'none.jsonl'}" in err
+    code, _, err = dedup(capsys, "dropped", "stats", "--log", tmp_path)
+    assert code == 2 and "is a directory" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, out, err = dedup(capsys, "dropped", "list", "--log", empty)
+    assert code == 0 and out.startswith("no dropped pages match") and not err
+    assert dedup_json(capsys, "dropped", "stats", "--log", empty)["pages"] == 0
+    code, _, err = dedup(capsys, "dropped", "restore", "http://x.example/", "--log", empty,
+                         "--index", f"local://{tmp_path / 'idx'}")
+    assert code == 1 and "not in the dropped log" in err
+    assert not (tmp_path / "idx").exists()  # nothing to restore: no index opened
+
+
+def test_default_log_is_beside_the_index(capsys, tmp_path, monkeypatch):
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "dropped.jsonl").write_text("")
+    assert dedup_json(capsys, "dropped", "list", "--index", f"local://{tmp_path / 'idx'}") == []
+    monkeypatch.setenv("DEDUP_DROPPED_LOG", str(tmp_path / "elsewhere.jsonl"))
+    code, _, err = dedup(capsys, "dropped", "list", "--index", f"local://{tmp_path / 'idx'}")
+    assert code == 2 and "elsewhere.jsonl" in err
+
+
+# -- restore --------------------------------------------------------------------------------------
+def _records(index_dir: Path) -> list:
+    idx = open_index(f"local://{index_dir}")
+    try:
+        return list(idx.iter_records())
+    finally:
+        idx.close()
+
+
+@CRAWL
+@pytest.mark.parametrize("rule", ["containment>=t1", "content_hash"])
+def test_restore_round_trip(work, first, capsys, rule):
+    log, uri, index_dir = work
+    entry = next(d for d in first.dropped if d["verdict"]["rule"] == rule)
+    url = entry["url"]
+    before_bytes = log.read_bytes()
+    before_records = _records(index_dir)
+    before_stats = dedup_json(capsys, "dropped", "stats", *args(log))
+    with open_search(uri, readonly=True) as search:
+        assert search.get(url) is None
+        before_docs = search.count()
+
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0, err
+    assert f"{url} restored (dedup record" in out and "1 restored" in out
+
+    # the dedup index counts it as kept: one more record, for this URL
+    after_records = _records(index_dir)
+    assert len(after_records) == len(before_records) + 1
+    record = after_records[-1]
+    assert record.url == url and record.title == entry["item"]["title"]
+    assert record.status == entry["verdict"]["status"] and record.duplicate_of == entry["verdict"]["duplicate_of"]
+    # searchable, flagged restored, original verdict kept
+    with open_search(uri, readonly=True) as search:
+        assert search.count() == before_docs + 1
+        doc = search.get(url)
+    assert doc["text"] == entry["item"]["text"] and doc["fetched_at"] == entry["item"]["fetched_at"]
+    assert doc["dedup"]["status"] == "restored" and doc["dedup"]["kept"] is True
+    assert doc["dedup"]["original"] == entry["verdict"]
+    words = " ".join(entry["item"]["text"].split()[:6])
+    hits = dedup_json(capsys, "search", words, "--index", uri, "--limit", "50")
+    assert url in [h["url"] for h in hits]
+    assert next(h for h in hits if h["url"] == url)["status"] == "restored"
+    # the log: append-only, one event; list/stats no longer count it as dropped
+    assert log.read_bytes().startswith(before_bytes)
+    events = [line for line in log_lines(log) if line.get("event")]
+    assert len(events) == 1 and events[0]["event"] == "restored" and events[0]["url"] == url
+    assert events[0]["record_id"] == record.id and events[0]["index"] == uri
+    stats = dedup_json(capsys, "dropped", "stats", *args(log))
+    assert stats["pages"] == before_stats["pages"] - 1 and stats["restored_hidden"] == 1
+    assert stats["by_rule"].get(rule, 0) == before_stats["by_rule"][rule] - 1
+    assert url not in [r["url"] for r in dedup_json(capsys, "dropped", "list", *args(log))]
+    listed = {r["url"]: r for r in dedup_json(capsys, "dropped", "list", *args(log), "--all")}
+    assert listed[url]["state"] == "restored" and listed[url]["restored_at"] == events[0]["time"]
+    assert [r["url"] for r in dedup_json(capsys, "dropped", "list", *args(log), "--restored")] == [url]
+    all_stats = dedup_json(capsys, "dropped", "stats", *args(log), "--all")
+    assert all_stats["by_state"] == {"dropped": before_stats["pages"] - 1, "restored": 1}
+    code, out, _ = dedup(capsys, "dropped", "list", *args(log), "--all")
+    assert next(line for line in out.splitlines() if line.rstrip().endswith(url)).startswith("restored")
+    assert f"state      restored at {events[0]['time'][:19].replace('T', ' ')}" in \
+        dedup(capsys, "dropped", "show", url, *args(log, uri))[1]
+
+    # twice: a clear message, no second copy anywhere
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0, err
+    assert f"{url} was already restored at {events[0]['time']}; nothing added" in out
+    assert "0 restored" in out and "1 already restored" in out
+    assert len(_records(index_dir)) == len(before_records) + 1
+    with open_search(uri, readonly=True) as search:
+        assert search.count() == before_docs + 1
+    assert len([line for line in log_lines(log) if line.get("event")]) == 1
+
+
+@CRAWL
+def test_restore_several_and_unknown_urls(work, first, capsys):
+    log, uri, index_dir = work
+    urls = [d["url"] for d in first.dropped[:3]]
+    before = len(_records(index_dir))
+    results = dedup_json(capsys, "dropped", "restore", urls[0], urls[1], urls[0], *args(log, uri))
+    assert [r["outcome"] for r in results] == ["restored", "restored"]
+    code, out, err = dedup(capsys, "dropped", "restore", urls[1], urls[2], "http://x.example/", *args(log, uri))
+    assert code == 1
+    assert "already restored" in out and f"{urls[2]} restored" in out
+    assert "dedup: error: http://x.example/ is not in the dropped log" in err
+    assert len(_records(index_dir)) == before + 3
+
+
+@CRAWL
+def test_restore_interrupted_before_the_log_event_adds_no_second_copy(work, first, monkeypatch):
+    log, uri, index_dir = work
+    url = first.dropped[0]["url"]
+    before = len(_records(index_dir))
+
+    def crash(*a, **k):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(droplog, "append_event", crash)
+        with pytest.raises(OSError):
+            droplog.restore(droplog.read_log(log), [url], uri)
+    assert len(_records(index_dir)) == before + 1  # the index writes happened, the event did not
+    assert droplog.read_log(log).get(url).state == "dropped"
+    results = droplog.restore(droplog.read_log(log), [url], uri)
+    assert [r.outcome for r in results] == ["restored"]
+    assert len(_records(index_dir)) == before + 1
+    assert droplog.read_log(log).get(url).state == "restored"
+
+
+@CRAWL
+def test_restore_reports_a_locked_index(work, first, capsys):
+    log, uri, _ = work
+    held = open_index(uri)  # a crawl writing the index holds its lock
+    try:
+        code, _, err = dedup(capsys, "dropped", "restore", first.dropped[0]["url"], *args(log, uri))
+    finally:
+        held.close()
+    assert code == 2 and "in use by" in err
+    assert not [line for line in log_lines(log) if line.get("event")]
+
+
+class DictSearch:
+    """A SearchIndex Protocol implementation in a dict (no local:// specifics)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, dict] = {}
+
+    def add(self, doc):
+        self.docs[doc["url"]] = dict(doc)
+
+    def get(self, url):
+        return self.docs.get(url)
+
+    def search(self, query, limit=10):
+        return [dict(d, score=1.0) for d in self.docs.values() if query.lower() in d["text"].lower()][:limit]
+
+    def remove(self, url):
+        return self.docs.pop(url, None) is not None
+
+    def count(self):
+        return len(self.docs)
+
+    def iter_docs(self):
+        return iter(list(self.docs.values()))
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+@CRAWL
+def test_restore_uses_only_the_protocols(first, monkeypatch, tmp_path):
+    """Any backend open_index/open_search return works, e.g. Elasticsearch's http:// URIs."""
+    import index
+
+    log = tmp_path / "dropped.jsonl"
+    shutil.copy(first.dropped_log, log)
+    dedup_index, search = MemoryIndex(), DictSearch()
+    opened = []
+    monkeypatch.setattr(index, "open_index", lambda uri, **kw: opened.append(("index", uri, kw)) or dedup_index)
+    monkeypatch.setattr(index, "open_search", lambda uri, **kw: opened.append(("search", uri, kw)) or search)
+    uri = "http://127.0.0.1:9/crawl"
+    urls = [d["url"] for d in first.dropped]
+    results = droplog.restore(droplog.read_log(log), urls, uri)
+    assert [r.outcome for r in results] == ["restored"] * len(urls)
+    assert opened == [("index", uri, {}), ("search", uri, {})]
+    assert len(dedup_index) == len(urls) and search.count() == len(urls)
+    assert {r.url for r in dedup_index.get(range(1, len(urls) + 1))} == set(urls)
+    assert {d["dedup"]["status"] for d in search.docs.values()} == {"restored"}
+    again = droplog.restore(droplog.read_log(log), urls, uri)
+    assert {r.outcome for r in again} == {"already_restored"} and len(dedup_index) == len(urls)
+
+
+def test_restore_into_elasticsearch(es_index_uri, tmp_path, capsys):
+    """The real Elasticsearch backend (or its test emulator), through the CLI."""
+    pytest.importorskip("elasticsearch")
+    import index
+
+    if not hasattr(index, "open_index"):
+        pytest.skip("no index backend")
+    log = tmp_path / "dropped.jsonl"
+    text = ("The ferry will leave the north quay at seven every morning from Monday. "
+            "Passengers with bicycles should board first. The evening crossing is cancelled in winter.")
+    item = {"url": "http://a.example/ferry?utm=1", "title": "Ferry", "text": text, "fetched_at": 1795252067.5}
+    verdict = {"status": "exact_duplicate", "duplicate_of": "http://a.example/ferry", "rule": "content_hash",
+               "scores": {"content_hash": "x"}, "kept": False}
+    log.write_text(json.dumps({"url": item["url"], "time": "2026-11-21T09:00:00.000Z", "verdict": verdict,
+                               "item": dict(item, dedup=verdict)}) + "\n", encoding="utf-8")
+    code, out, err = dedup(capsys, "dropped", "restore", item["url"], "--log", log, "--index", es_index_uri)
+    assert code == 0, err
+    code, out, err = dedup(capsys, "dropped", "restore", item["url"], "--log", log, "--index", es_index_uri)
+    assert code == 0 and "already restored" in out
+    idx = index.open_index(es_index_uri)
+    try:
+        assert len(idx) == 1
+    finally:
+        idx.close()
+    search = index.open_search(es_index_uri)
+    try:
+        doc = search.get(item["url"])
+        assert doc["dedup"]["status"] == "restored" and doc["dedup"]["original"] == verdict
+        assert doc["text"] == text
+    finally:
+        search.close()
+
+
+# -- library details (no crawl) -------------------------------------------------------------------
+def test_parse_when_scores_hosts_and_histogram_edges():
+    utc = timezone.utc
+    assert droplog.parse_when("2026-11-21") == datetime(2026, 11, 21, tzinfo=utc)
+    assert droplog.parse_when("2026-11-21", end=True) == datetime(2026, 11, 21, 23, 59, 59, 999999, tzinfo=utc)
+    assert droplog.parse_when("2026-11-21T10:30+02:00") == datetime(2026, 11, 21, 8, 30, tzinfo=utc)
+    assert droplog.parse_when("2026-11-21T08:30:00Z") == droplog.parse_when("2026-11-21T08:30")
+    with pytest.raises(ValueError, match="not an ISO date"):
+        droplog.parse_when("21/11/2026")
+    assert droplog.score_of({"rule": "content_hash", "scores": {"content_hash": "ab"}}) == 1.0
+    assert droplog.score_of({"rule": "containment>=t2", "scores": {"containment": 0.52}}) == 0.52
+    assert droplog.score_of({"rule": "title_anchor", "scores": {"title_key": "k"}}) is None
+    assert droplog.host_of("https://News.Example.org:8443/a") == "news.example.org:8443"
+    assert droplog.host_of("http://[::1]:8080/x") == "[::1]:8080"
+    f = droplog.Filter(hosts=["example.org"])
+    entry = lambda url: droplog.Entry(url, "", {}, "", 1, 0)  # noqa: E731
+    assert f(entry("https://news.example.org/a")) and f(entry("http://example.org:81/"))
+    assert not f(entry("http://badexample.org/"))
+    assert droplog.Filter(hosts=["[::1]:8080"])(entry("http://[::1]:8080/x"))
+    bins = droplog.histogram([0.8, 0.98, 1.0, 0.5], bins=10, lo=0.8)
+    assert [c for _, _, c in bins] == [2, 0, 0, 0, 0, 0, 0, 0, 0, 2]  # below lo: first bin; 1.0: last
+    assert droplog.histogram_floor([0.83, 1.0]) == 0.8 and droplog.histogram_floor([1.0]) == 0.9
+
