@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dedup.deduplicator import STATUSES, TITLE_ANCHOR_MODES, DedupConfig
+from dedup.page import MAX_PAGE_BYTES, MAX_TEXT_CHARS
 from dedup.tdw import PRESETS, resolve_weights
 from index import default_dropped_log  # index/ owns the URI schemes; backends load lazily
 
@@ -71,6 +72,14 @@ SETTINGS: tuple[Setting, ...] = (
             "(0 turns that search off)."),
     Setting("DEDUP_MAX_DISTANCE", 3,
             "Largest simhash Hamming distance (bits) that makes a candidate; an integer >= 0."),
+    Setting("DEDUP_MAX_PAGE_BYTES", MAX_PAGE_BYTES,
+            "Largest HTML body parsed, in bytes; a longer one is cut there before decoding and parsing, and "
+            "its verdict says so (`scores.truncated.bytes` = [original, kept]). An integer >= 1024, or "
+            "`None` for no limit. Pages parsed by the `site` spider use the default."),
+    Setting("DEDUP_MAX_TEXT_CHARS", MAX_TEXT_CHARS,
+            "Longest main text featurized, in characters; longer text is cut there (at a word) and the "
+            "verdict says so (`scores.truncated.chars` = [original, kept]). An integer >= 1000, or `None` "
+            "for no limit."),
     Setting("DEDUP_REDUCER_JACCARD", 0.1,
             "Jaccard threshold of the comparison reducer that prunes candidates before verification; "
             "a number in (0, 1]."),
@@ -308,10 +317,15 @@ def read_settings(settings: Any) -> DedupSettings:
                          f"got {title_anchor!r}")
     weights = get("DEDUP_WEIGHTS", _weights)
     drop = get("DEDUP_DROP", _drop)
+    raw_bytes = _get(settings, "DEDUP_MAX_PAGE_BYTES")
+    max_page_bytes = None if _is_none(raw_bytes) else _int("DEDUP_MAX_PAGE_BYTES", raw_bytes, minimum=1024)
+    raw_chars = _get(settings, "DEDUP_MAX_TEXT_CHARS")
+    max_text_chars = None if _is_none(raw_chars) else _int("DEDUP_MAX_TEXT_CHARS", raw_chars, minimum=1000)
 
     config = DedupConfig(weights=weights, t1=t1, t2=t2, max_distance=max_distance, blocks=blocks, knn=knn,
                          reducer_jaccard=reducer_jaccard, sentence_tolerance=sentence_tolerance,
-                         title_anchor=title_anchor, drop=drop)
+                         title_anchor=title_anchor, drop=drop, max_page_bytes=max_page_bytes,
+                         max_text_chars=max_text_chars)
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
                          index=index, config=config, es_options=es_options, spool=spool)
 

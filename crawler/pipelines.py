@@ -101,16 +101,17 @@ def _epoch(value: Any) -> float:
     return time.time()
 
 
-def item_page(adapter: ItemAdapter, html_field: str = "html") -> Page:
+def item_page(adapter: ItemAdapter, html_field: str = "html", **limits: Any) -> Page:
     """The page of an item: the parsed one in ``page`` (removed from the item), else
-    ``html_field`` parsed, else a page made of the item's ``url``, ``title`` and ``text``."""
+    ``html_field`` parsed (``limits``: ``max_bytes``, ``max_text_chars`` of :func:`parse_page`),
+    else a page made of the item's ``url``, ``title`` and ``text``."""
     page = adapter.pop("page", None)
     if isinstance(page, Page):
         return page
     url = str(adapter.get("url") or "")
     html = adapter.get(html_field)
     if html:
-        return parse_page(html, url)
+        return parse_page(html, url, **limits)
     text = str(adapter.get("text") or "")
     return Page(url=url, title=str(adapter.get("title") or ""), text=text, sentences=split_sentences(text),
                 url_tokens=url_tokens(url), extraction="item")
@@ -185,7 +186,8 @@ class DedupPipeline:
             return item
         page = None
         try:
-            page = item_page(adapter, self.html_field)
+            page = item_page(adapter, self.html_field, max_bytes=self.config.max_page_bytes,
+                             max_text_chars=self.config.max_text_chars)
             if self.unavailable:
                 raise self.unavailable_error
             verdict = self.deduplicator.process(page, fetched_at=_epoch(adapter.get("fetched_at")))

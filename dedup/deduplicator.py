@@ -16,6 +16,12 @@ Order of tests (first that fires wins):
 
 Every verdict carries all scores computed for the best candidate, the thresholds
 and the algorithm and reference-text versions, as plain JSON-serialisable data.
+
+Bad input: a page with no extractable main text (empty, binary, markup only, unparseable)
+is ``unique`` with rule ``unextractable`` and ``scores["extraction"]`` saying why; it is
+kept (so it is never silently lost) and compared with nothing, since there is no text to
+compare. A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) carries
+``scores["truncated"]`` = ``{"bytes": [original, kept]}`` and/or ``{"chars": [original, kept]}``.
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ import numpy as np
 from .bits import hamming
 from .features import Features, Featurizer
 from .mrc import signature_cosine
-from .page import Page, parse_page
+from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
 from .record import Record
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
@@ -49,6 +55,7 @@ class DedupConfig:
     knn: nearest signatures fetched (20); knn_floor: their minimum MRC cosine (0.0).
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
     min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
+    max_page_bytes / max_text_chars: input limits, applied before parsing / featurizing (None: off).
     """
 
     weights: Any = "tdw"
@@ -65,8 +72,14 @@ class DedupConfig:
     sketch: int = 256
     min_shingles: int = 10
     drop: tuple[str, ...] = ("exact_duplicate",)
+    max_page_bytes: int | None = MAX_PAGE_BYTES
+    max_text_chars: int | None = MAX_TEXT_CHARS
 
     def __post_init__(self) -> None:
+        for name in ("max_page_bytes", "max_text_chars"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None (got {value})")
         if not 0.0 < self.t2 <= self.t1 <= 1.0:
             raise ValueError(f"thresholds need 0 < t2 <= t1 <= 1 (got t1={self.t1}, t2={self.t2})")
         if self.title_anchor not in TITLE_ANCHOR_MODES:
@@ -149,11 +162,14 @@ class Deduplicator:
 
     # -- public API -------------------------------------------------------------------------
     def process_html(self, html: bytes | str, url: str, **kwargs: Any) -> tuple[Page, Verdict]:
+        kwargs.setdefault("max_bytes", self.config.max_page_bytes)
+        kwargs.setdefault("max_text_chars", self.config.max_text_chars)
         page = parse_page(html, url, **kwargs)
         return page, self.process(page)
 
     def process(self, page: Page, **record_fields: Any) -> Verdict:
         """Check ``page``; when its status is not in ``config.drop``, add it to the index."""
+        limit_text(page, self.config.max_text_chars)
         features = self.featurizer(page)
         verdict = self.check(page, features)
         verdict.kept = verdict.status not in self.config.drop
@@ -182,8 +198,16 @@ class Deduplicator:
 
     def check(self, page: Page, features: Features | None = None) -> Verdict:
         """The verdict for ``page`` against the index (the index is not changed)."""
-        f = features or self.featurizer(page)
+        verdict = self._check(page, features or self.featurizer(page))
+        if page.truncated:
+            verdict.scores["truncated"] = dict(page.truncated)
+        return verdict
+
+    def _check(self, page: Page, f: Features) -> Verdict:
         base = {"thresholds": self._thresholds, "reference": f.signature.ref_id}
+        if not page.text.strip():
+            # nothing to compare: kept as unique, and said why, rather than matched on an empty key
+            return Verdict("unique", None, "unextractable", {"extraction": page.extraction or "none"}, **base)
         if f.content_hash:
             ids = self.index.lookup("content_hash", f.content_hash)
             if ids:

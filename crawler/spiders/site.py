@@ -28,6 +28,7 @@ from scrapy.linkextractors import LinkExtractor
 
 from dedup.page import parse_page
 
+from ..config import read_settings
 from ..items import PageItem
 
 __all__ = ["SiteSpider"]
@@ -83,6 +84,8 @@ class SiteSpider(scrapy.Spider):
             crawler.settings.set("CLOSESPIDER_PAGECOUNT", spider.max_pages, priority="spider")
         if spider.max_depth is not None:
             crawler.settings.set("DEPTH_LIMIT", spider.max_depth, priority="spider")
+        config = read_settings(crawler.settings).config  # the input limits, applied before parsing
+        spider.limits = {"max_bytes": config.max_page_bytes, "max_text_chars": config.max_text_chars}
         return spider
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
@@ -105,7 +108,8 @@ class SiteSpider(scrapy.Spider):
                 self.crawler.stats.inc_value(f"site/non_html/{mime or 'unknown'}")
             return
         page = parse_page(response.body, response.url,
-                          content_type=content_type.decode("latin-1") if content_type else None)
+                          content_type=content_type.decode("latin-1") if content_type else None,
+                          **getattr(self, "limits", {}))
         yield PageItem(url=response.url, title=page.title, text=page.text, fetched_at=time.time(), page=page)
         for link in self.links.extract_links(response):
             if self.follows(link.url):
