@@ -242,3 +242,23 @@ def test_cli_search_missing_index(tmp_path, capsys):
     assert main(["search", "x", "--index", f"local://{tmp_path / 'none'}"]) == 2
     assert "no search index" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
+
+
+def test_bulk_write_names_each_refused_document(request):
+    """Elasticsearch (emulator) bulk writes: a refused document is reported by URL, status and
+    reason, with the document itself for the caller to keep; the others are stored."""
+    from index.elastic import BulkIndexError
+
+    search = open_search(request.getfixturevalue("es_index_uri"), bulk_size=10)
+    try:
+        search.add(DOCS[0])
+        search.add(dict(DOCS[1], fetched_at="not a number"))  # fetched_at is mapped as double
+        with pytest.raises(BulkIndexError) as refused:
+            search.flush()
+        assert [f[0] for f in refused.value.failures] == [DOCS[1]["url"]]
+        assert refused.value.failures[0][1] == 400 and refused.value.docs[0]["url"] == DOCS[1]["url"]
+        assert DOCS[1]["url"] in str(refused.value)
+        assert search.get(DOCS[0]["url"]) == DOCS[0]
+        assert search.get(DOCS[1]["url"]) is None
+    finally:
+        search.close()

@@ -138,5 +138,7 @@ def is_transient(exc: BaseException) -> bool:
 
 def describe(exc: BaseException) -> str:
     status = getattr(getattr(exc, "meta", None), "status", None)
-    text = str(exc).splitlines()[0] if str(exc) else ""
+    message = getattr(exc, "message", None)
+    message = message if isinstance(message, str) and message else str(exc)
+    text = message.splitlines()[0] if message else ""
     return f"{type(exc).__name__}{f' {status}' if status else ''}: {text[:300]}"
