@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +37,12 @@ __all__ = [
     "tfidf_grams",
     "default_reference",
     "DEFAULT_REFERENCE_PATH",
+    "REFERENCE_ENV",
 ]
 
 DEFAULT_REFERENCE_PATH = Path(__file__).with_name("data") / "reference.json"
+#: environment variable naming a reference-text file to use instead of the shipped one
+REFERENCE_ENV = "DEDUP_REFERENCE"
 _WS = re.compile(r"\s+")
 
 
@@ -102,7 +106,9 @@ class Signature:
         if other.ref_id != self.ref_id:
             raise IncompatibleSignature(
                 f"signatures come from different reference texts ({self.ref_id!r} vs {other.ref_id!r}); "
-                "recompute the older one with the current reference text (dedup reindex)"
+                "recompute the older one with the current reference text: rebuild the index it came from "
+                "(crawl again into a new, empty index, or `dedup reindex` an Elasticsearch corpus into a new "
+                f"index), or keep using the old reference text by pointing ${REFERENCE_ENV} at its file"
             )
         return signature_cosine(self.vector, other.vector)
 
@@ -215,12 +221,21 @@ def tfidf_grams(documents: Iterable[str], top: int) -> list[str]:
     return [grams[i] for i in order]
 
 
-_default: ReferenceText | None = None
+_default: tuple[str, ReferenceText] | None = None
 
 
 def default_reference() -> ReferenceText:
-    """The reference text shipped in ``dedup/data/reference.json`` (loaded once)."""
+    """The reference text every :class:`~dedup.features.Featurizer` uses unless given one.
+
+    The file named by ``$DEDUP_REFERENCE`` (e.g. one written by ``dedup train-reference``)
+    when that is set, else the one shipped in ``dedup/data/reference.json``; loaded once
+    per path.
+    """
     global _default
-    if _default is None:
-        _default = ReferenceText.load(DEFAULT_REFERENCE_PATH)
-    return _default
+    chosen = os.environ.get(REFERENCE_ENV)
+    path = chosen or str(DEFAULT_REFERENCE_PATH)
+    if _default is None or _default[0] != path:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no reference text at {path}" + (f" (from ${REFERENCE_ENV})" if chosen else ""))
+        _default = (path, ReferenceText.load(path))
+    return _default[1]

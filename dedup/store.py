@@ -117,10 +117,7 @@ class MemoryIndex:
 
     def _check_ref(self, ref_id: str) -> None:
         if self._ref_id is not None and ref_id != self._ref_id:
-            raise ValueError(
-                f"signature made with reference text {ref_id!r}, "
-                f"this index holds {self._ref_id!r}: recompute it with the index's reference (dedup reindex)"
-            )
+            check_reference(ref_id, 0, self._ref_id, 0, what="signature", where="this in-memory index")
 
     def _add_signature(self, record: Record) -> None:
         sig = np.asarray(record.signature, dtype=np.float32)
@@ -147,10 +144,8 @@ class MemoryIndex:
     def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
         if self._sig_n == 0:
             return []
-        if ref_id != self._ref_id:
-            raise ValueError(
-                f"query signature made with reference text {ref_id!r}, index holds {self._ref_id!r}"
-            )
+        check_reference(ref_id, np.asarray(signature).size, self._ref_id, self._sig.shape[1],
+                        what="query signature", where="this in-memory index")
         q = np.asarray(signature, dtype=np.float32)
         norm = float(np.linalg.norm(q))
         if not norm:
