@@ -10,6 +10,8 @@ VENV := $(CURDIR)/.venv
 VENV_PY := $(VENV)/bin/python
 # Touched after a successful pip install; redone whenever pyproject.toml is newer.
 PIP_STAMP := $(VENV)/.pip-install.stamp
+# The same for the benchmarks' extra (datasketch, the peer they are measured against).
+BENCH_STAMP := $(VENV)/.pip-bench.stamp
 # nltk.download() cannot work offline; scripts/build_nltk_data.py builds this.
 export NLTK_DATA := $(CURDIR)/.nltk_data
 # CI has no stdin: pip must never prompt.
@@ -22,7 +24,7 @@ DEB_PACKAGES := wordnet-base wordnet-sense-index liblingua-stopwords-perl chromi
 APT_GET ?= apt-get
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup test demo deb-packages nltk-data
+.PHONY: setup test demo bench deb-packages nltk-data
 
 setup: deb-packages $(PIP_STAMP) nltk-data
 
@@ -56,3 +58,12 @@ test: setup
 
 demo: setup
 	$(VENV_PY) -m crawler.demo
+
+# Every figure of the benchmark suite in one table (benchmarks/run.py; tens of minutes, and
+# ~8.5 GB of out/bench-cache/ the first time). BENCH_ARGS=--quick for a smoke run.
+$(BENCH_STAMP): pyproject.toml $(PIP_STAMP)
+	$(VENV_PY) -m pip install -q -e '.[test,es,bench]'
+	touch $@
+
+bench: setup $(BENCH_STAMP)
+	$(VENV_PY) benchmarks/run.py $(BENCH_ARGS)

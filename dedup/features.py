@@ -15,6 +15,7 @@ their navigation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Mapping
 
 import numpy as np
@@ -23,11 +24,19 @@ from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
 from .record import Record
-from .simhash import bottom_k, chunk_simhashes, hash_terms, shingle_hashes, simhash
+from .simhash import chunk_simhashes, hash_terms, shingle_hashes, simhash
 from .tdw import TermVector, resolve_weights, term_weights
-from .text import Normalizer
+from .text import Normalizer, tokenize
 
-__all__ = ["Features", "Featurizer"]
+__all__ = ["Features", "Featurizer", "PageTerms"]
+
+
+@dataclass
+class PageTerms:
+    """The normalised terms of a page: per sentence of the main text, and the TDW vector."""
+
+    sentences: list[list[str]]
+    tdw: TermVector
 
 
 @dataclass
@@ -72,22 +81,39 @@ class Featurizer:
         self.normalizer = normalizer or Normalizer(word_mapping=word_mapping)
 
     def __call__(self, page: Page) -> Features:
+        return self.fingerprint(page, self.terms(page))
+
+    def terms(self, page: Page) -> PageTerms:
+        """Normalised terms (stop words removed, words mapped, stemmed) and the TDW vector."""
         norm = self.normalizer
-        sentence_terms = [norm.terms(s) for s in page.sentences]
+        if type(norm).terms is Normalizer.terms:
+            # norm.terms() of every sentence, with each distinct token normalised once per
+            # page and the rest mapped by C-level dict lookups
+            tokens = [tokenize(s) for s in page.sentences]
+            term = norm.term
+            mapped = {t: term(t) for t in dict.fromkeys(chain.from_iterable(tokens))}
+            sentence_terms = [list(filter(None, map(mapped.__getitem__, ts))) for ts in tokens]
+        else:  # a Normalizer subclass with its own terms()
+            sentence_terms = [norm.terms(s) for s in page.sentences]
+        body = list(chain.from_iterable(sentence_terms))
+        return PageTerms(sentence_terms, term_weights(page, norm, self.weights, body_terms=body))
+
+    def fingerprint(self, page: Page, terms: PageTerms) -> Features:
+        """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
+        sentence_terms = terms.sentences
         lengths = np.fromiter((len(t) for t in sentence_terms), dtype=np.int64, count=len(sentence_terms))
-        body = [t for terms in sentence_terms for t in terms]
-        body_hashes = hash_terms(body)
+        body_hashes = hash_terms(list(chain.from_iterable(sentence_terms)))
         chunks = chunk_simhashes(body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
         chunks = chunks[lengths > 0]
-        shingles = np.unique(shingle_hashes(body_hashes, self.shingle))
-        tdw = term_weights(page, norm, self.weights, body_terms=body)
+        shingles = np.unique(shingle_hashes(body_hashes, self.shingle))  # sorted, distinct
+        tdw = terms.tdw
         return Features(
             content_hash=content_hash(page.text),
             title_key=title_key(page.title, page.anchor_count),
             tdw=tdw,
             simhash=simhash(tdw.hashes, tdw.weights),
             chunks=chunks,
-            shingles=bottom_k(shingles, self.sketch),
+            shingles=shingles[: self.sketch],  # the bottom-k sketch (simhash.bottom_k)
             shingle_count=int(shingles.size),
             signature=self.reference.signature(page.text),
             sentences=len(page.sentences),

@@ -51,11 +51,15 @@ class ComparisonReducer:
         if r.size == 0 or s.size == 0:
             return False
         pr, ps = r[: self.prefix_length(r.size)], s[: self.prefix_length(s.size)]
-        common, ia, ib = np.intersect1d(pr, ps, assume_unique=True, return_indices=True)
-        if common.size == 0:
+        # both prefixes are sorted, so the first shared term has the smallest positions:
+        # binary-search pr's terms in ps and take the first hit
+        pos = ps.searchsorted(pr)
+        np.minimum(pos, ps.size - 1, out=pos)  # past the end: compare with the last term (never equal)
+        equal = ps[pos] == pr
+        first = int(equal.argmax())
+        if not equal[first]:
             return False
-        # both prefixes are sorted, so the first shared term has the smallest positions
-        p, q = int(ia.min()) + 1, int(ib.min()) + 1
+        p, q = first + 1, int(pos[first]) + 1
         needed = self.jaccard / (1.0 + self.jaccard) * (r.size + s.size)
         return 1 + min(r.size - p, s.size - q) >= needed
 

@@ -25,8 +25,8 @@ _GOLD = np.uint64(0x9E3779B97F4A7C15)
 
 def hash_terms(terms: Sequence[str]) -> np.ndarray:
     """xxh3-64 of each term's UTF-8 bytes, as uint64."""
-    h = xxhash.xxh3_64_intdigest
-    return np.fromiter((h(t.encode("utf-8")) for t in terms), dtype=np.uint64, count=len(terms))
+    # map() over C functions: no Python frame per term (str.encode's default is strict UTF-8)
+    return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, terms)), dtype=np.uint64, count=len(terms))
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -89,7 +89,19 @@ def chunk_simhashes(hashes: np.ndarray, chunk_ids: np.ndarray, n_chunks: int) ->
     if n_chunks == 0:
         return np.zeros(0, dtype=np.uint64)
     hashes = np.asarray(hashes, dtype=np.uint64)
-    v = np.zeros((n_chunks, 64), dtype=np.float32)
+    ids = np.asarray(chunk_ids, dtype=np.int64).reshape(-1)
+    v = np.zeros((n_chunks, 64), dtype=np.int32)
     if hashes.size:
-        np.add.at(v, np.asarray(chunk_ids, dtype=np.int64), _votes(hashes))
+        if ids.size != hashes.size:
+            raise ValueError(f"chunk_simhashes needs one chunk id per hash (got {ids.size} ids, {hashes.size} hashes)")
+        if ids.size > 1 and np.any(ids[1:] < ids[:-1]):  # group each chunk's hashes together
+            order = np.argsort(ids, kind="stable")
+            ids, hashes = ids[order], hashes[order]
+        # votes are +-1, so a bit's vote sum is 2 * (ones) - (hashes in the chunk), exactly;
+        # one reduceat over the runs of equal ids instead of np.add.at's scattered adds
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        bits = np.unpackbits(np.ascontiguousarray(hashes, dtype="<u8").view(np.uint8), bitorder="little")
+        ones = np.add.reduceat(bits.reshape(-1, 64), starts, axis=0, dtype=np.int32)
+        sizes = np.diff(np.append(starts, ids.size)).astype(np.int32)
+        v[ids[starts]] = 2 * ones - sizes[:, None]
     return _pack(v)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .page import Page
 from .simhash import hash_terms
-from .text import Normalizer
+from .text import Normalizer, tokenize
 
 __all__ = ["FIELDS", "PRESETS", "resolve_weights", "field_texts", "term_weights", "TermVector", "cosine"]
 
@@ -73,22 +73,34 @@ def field_texts(page: Page) -> dict[str, list[str]]:
 
 
 class TermVector:
-    """A sparse term vector: sorted unique term hashes (uint64) and weights (float32)."""
+    """A sparse term vector: sorted unique term hashes (uint64) and weights (float32).
 
-    __slots__ = ("hashes", "weights")
+    Treat the arrays as read-only: the Euclidean norm is computed once and kept.
+    """
+
+    __slots__ = ("hashes", "weights", "_norm")
 
     def __init__(self, hashes: np.ndarray, weights: np.ndarray) -> None:
         self.hashes = hashes
         self.weights = weights
+        self._norm: float | None = None
 
     def __len__(self) -> int:
         return int(self.hashes.size)
+
+    @property
+    def norm(self) -> float:
+        """Euclidean norm of the weights, in float64 (what ``np.linalg.norm`` computes)."""
+        if self._norm is None:
+            w = self.weights.astype(np.float64)
+            self._norm = float(np.sqrt(w.dot(w)))
+        return self._norm
 
     @classmethod
     def from_counts(cls, counts: Mapping[str, float]) -> "TermVector":
         terms = list(counts)
         hashes = hash_terms(terms)
-        weights = np.fromiter((counts[t] for t in terms), dtype=np.float32, count=len(terms))
+        weights = np.fromiter(map(counts.__getitem__, terms), dtype=np.float32, count=len(terms))
         order = np.argsort(hashes)
         return cls(hashes[order], weights[order])
 
@@ -99,17 +111,30 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
 
     ``body_terms``: the main text's normalised terms when the caller has them already.
     """
-    total: Counter[str] = Counter()
+    total: dict[str, float] = {}  # a plain dict: Counter's __missing__ is a Python call per new term
+    get = total.get
+    term = normalizer.term
+    # a Normalizer subclass with its own terms() is called as it is
+    own_terms = type(normalizer).terms is not Normalizer.terms
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w:
             continue
         if name == "body" and body_terms is not None:
             counts = Counter(body_terms)
-        else:
+        elif own_terms:
             counts = Counter(t for text in texts for t in normalizer.terms(text))
-        for term, n in counts.items():
-            total[term] += n * w
+        else:
+            # the same counts as Counter(normalizer.terms(text) for every text), cheaper: the
+            # field's texts are tokenised in one call (no token spans a newline) and each
+            # distinct token is normalised once
+            counts = {}
+            for token, n in Counter(tokenize("\n".join(texts))).items():
+                t = term(token)
+                if t:
+                    counts[t] = counts.get(t, 0) + n
+        for t, n in counts.items():
+            total[t] = get(t, 0) + n * w
     return TermVector.from_counts({t: w for t, w in total.items() if w > 0})
 
 
@@ -117,8 +142,16 @@ def cosine(a: TermVector, b: TermVector) -> float:
     """Cosine of two TDW vectors."""
     if not len(a) or not len(b):
         return 0.0
-    _, ia, ib = np.intersect1d(a.hashes, b.hashes, assume_unique=True, return_indices=True)
+    # shared terms by binary search of a's sorted hashes in b's (ascending, as intersect1d's)
+    ia, ib = _common(a.hashes, b.hashes)
     dot = float(np.dot(a.weights[ia].astype(np.float64), b.weights[ib]))
-    na = float(np.linalg.norm(a.weights.astype(np.float64)))
-    nb = float(np.linalg.norm(b.weights.astype(np.float64)))
+    na, nb = a.norm, b.norm
     return dot / (na * nb) if na and nb else 0.0
+
+
+def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in ``a`` and in ``b`` of their common values, ascending (both sorted, unique)."""
+    pos = np.searchsorted(b, a)
+    pos[pos == b.size] = 0
+    ia = np.flatnonzero(b[pos] == a)
+    return ia, pos[ia]

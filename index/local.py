@@ -22,29 +22,60 @@ Derived structures, rebuilt or reloaded on open, never trusted over SQLite:
 
 * the :class:`~dedup.permtables.PermutationTables` of the simhashes: built on every open
   from one ``SELECT id, simhash`` (a covering-index scan) and ``add_many``;
-* a usearch HNSW index (cosine metric, ``f16`` scalars: half the memory of ``f32``
-  and cosine error around 1e-4, while ``i8`` measurably reorders close neighbours) over the
-  signatures, keyed by record id.  It is saved to ``signatures.usearch`` on
-  :meth:`~LocalIndex.flush`/:meth:`~LocalIndex.close` (and automatically every
-  ``autosave`` adds, at least 10% of the index size, so saving stays amortised O(1) per
-  add) together with the record count and largest id it covers.  Ids are never reused
-  (``AUTOINCREMENT``) and a record is never changed in place, so a (count, max id) pair
-  equal to SQLite's means the file is current; otherwise the file is reconciled with
-  SQLite (stale keys removed, missing signatures added from SQLite), and rebuilt from
-  scratch when it is missing, unreadable or of another dimension.
+* a usearch HNSW index over the signatures, keyed by record id (cosine metric; ``f16``
+  scalars and connectivity 16 by default, see "Memory" below).  It is saved to
+  ``signatures.usearch`` on :meth:`~LocalIndex.flush`/:meth:`~LocalIndex.close` (and
+  automatically every ``autosave`` adds, at least 10% of the index size, so saving stays
+  amortised O(1) per add) together with the record count and largest id it covers.  Ids are
+  never reused (``AUTOINCREMENT``) and a record is never changed in place, so a (count, max
+  id) pair equal to SQLite's means the file is current; otherwise the file is reconciled with
+  SQLite (stale keys removed, missing signatures added from SQLite, in batches), and rebuilt
+  from scratch when it is missing, unreadable, or of another dimension, scalar type or
+  connectivity.
 
 :meth:`~LocalIndex.nearest` searches exactly (brute force, ``exact=True``) while the index
 holds fewer than ``exact_below`` (20,000) signatures: under a millisecond there, and no
 HNSW misses (HNSW's recall@20 with usearch's default expansion was 0.93 at 5k and 0.78 at
-20k random 150-d vectors).  Above it, HNSW with ``expansion_search`` 128 candidates: 0.13
-ms per query and recall@20 0.99 against exact search (3.5 ms) at 110k clustered signatures.
-Similarities are ``1 - cosine distance`` of the f16 vectors; the floor applies to them.
+20k random 150-d vectors).  Above it, HNSW with ``expansion_search`` 128 candidates.
+Similarities are ``1 - cosine distance`` of the f16 vectors (error ~1e-4); the floor applies
+to them.  With ``vector_dtype="i8"`` (error ~1.5e-3, enough to reorder the close cosines of
+MRC signatures) it asks for ``OVERSAMPLE`` (2) x n candidates, reads their float32
+signatures from SQLite (only those bytes of each row) and returns the best n by exact cosine.
+
+Memory (RSS growth over opening an index of 1M synthetic records of featurizer size, measured
+by ``benchmarks/bench_memory.py``; 2-core VM, usearch 2.26):
+
+* permutation tables: 184 bytes per document (20 tables x an 8-byte entry, the 8-byte
+  simhash and doc id, the bucket directory), fixed by k = 3 / 6 blocks and not
+  configurable here;
+* the vector index: 150 signature scalars, the HNSW graph (2 x connectivity 4-byte
+  neighbour slots on the base level, fewer above), the key and usearch's key-lookup map;
+* SQLite's page cache (2 MiB) and nothing per record: records stay on disk (8.3 KB each).
+
+=================  ========  ==========================  ==================  ===============
+vectors            B/doc     nearest(): near-copy found  recall@20 vs exact  nearest() p50
+=================  ========  ==========================  ==================  ===============
+f16, 16 (default)  739       1.00                        0.997               0.7 ms
+i8, 8              520       0.93                        0.917               5 ms (re-ranking
+                                                                             reads 40 rows)
+=================  ========  ==========================  ==================  ===============
+
+(100 queries, each a stored signature perturbed to cosine ~0.9987, as a near-copy's is;
+"exact" is float32 cosine over all signatures.  At 100k both find every copy.)  Neither
+reaches 512 bytes per document: the tables alone take 184, and the vector index cannot
+drop below ~330 with 150 dimensions, a graph and key lookups.  ``i8``/8 trades 30% of the
+memory for missing 7% of near-copies at 1M, so it is an option, not the default.  Reading the
+tables' pairs straight into numpy (not a list of row tuples) saves ~20 bytes per document of
+fragmented heap left over from opening (measured at 100k); rebuilding the vector file reads
+signatures in batches of 50,000 (it used to hold every row's whole blob, ~7 GB at 1M, until
+the end).
 
 Measured (2-core VM, 100k synthetic records of featurizer size, ~6 KB each): ``add``
 2,800 records/s, of which the SQLite insert + commit is ~110 us and the HNSW insert
 ~300 us; reopen 0.3 s (tables from the covering index 0.19 s, vector file 0.05 s); reopen
 after a crash that left the vector file 10k adds behind 4 s; full rebuild of the vector
-index 32 s.
+index 32 s.  At 1M: reopen 2.5-3.2 s, full rebuild of the vector index 7 min (f16/16) or
+4 min (i8/8).
 
 Single writer: a second :class:`LocalIndex` on the same directory (another process, or the
 same one) raises :class:`IndexLocked`; concurrent crawls should share an Elasticsearch
@@ -81,6 +112,14 @@ VECTORS_NAME = "signatures.usearch"
 LOCK_NAME = "lock"
 
 _SQL_VARS = 500  # ids per "IN (...)" statement
+VECTOR_DTYPES = ("i8", "f16", "f32")
+#: vector scalars too coarse to rank close signatures: nearest() asks the index for OVERSAMPLE
+#: times n candidates and ranks them by their exact cosines
+RERANKED = ("i8",)
+OVERSAMPLE = 2
+# check(): least cosine between a stored (quantised) vector and its signature; i8 keeps >= 0.9987
+_STORED_COSINE = {"i8": 0.995, "f16": 0.999, "f32": 0.999}
+_VECTOR_BATCH = 50_000  # signatures read and added to the vector index at a time when rebuilding it
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -165,6 +204,11 @@ def _signature_of_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=_LE_F32, count=n_sig, offset=_HEADER.size)
 
 
+def _dtype_name(vectors) -> str:
+    """``"f16"`` for a usearch index of ``ScalarKind.F16`` scalars."""
+    return str(vectors.dtype).lower().split(".")[-1]
+
+
 def _to_signed(fp: int) -> int:
     fp = int(fp) & MASK64
     return fp - (1 << 64) if fp >= 1 << 63 else fp
@@ -181,13 +225,22 @@ class LocalIndex:
     (also OS crashes).  ``exact_below``: brute-force kNN below this many signatures.
     ``autosave``: save the vector index after this many adds since the last save (and at
     least 10% of its size); ``0`` saves only on flush/close.
+    ``vector_dtype`` / ``connectivity``: scalars and graph degree of the HNSW index over the
+    signatures (default ``"f16"`` and 16; ``"i8"`` and 8 hold ~220 fewer bytes per document
+    for some recall at scale: see "Memory" in the module docstring).  A saved vector file
+    made with other values is rebuilt from SQLite on open.
     """
 
     def __init__(self, path: str | os.PathLike, *, k: int | None = None, blocks: int | None = None,
                  synchronous: str = "NORMAL", exact_below: int = 20_000, expansion_search: int = 128,
-                 autosave: int = 10_000) -> None:
+                 autosave: int = 10_000, vector_dtype: str = "f16", connectivity: int = 16) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA (got {synchronous!r})")
+        if vector_dtype not in VECTOR_DTYPES:
+            raise ValueError(f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)} (got {vector_dtype!r})")
+        if not 2 <= int(connectivity) <= 64:
+            raise ValueError(f"connectivity must be between 2 and 64 (got {connectivity!r})")
+        self.vector_dtype, self.connectivity = vector_dtype, int(connectivity)
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.exact_below = int(exact_below)
@@ -267,15 +320,18 @@ class LocalIndex:
 
     def _load_tables(self) -> None:
         self.tables = PermutationTables(k=self.k, blocks=self.blocks)
-        rows = self._db.execute("SELECT id, simhash FROM records").fetchall()
-        if rows:
-            pairs = np.array(rows, dtype=np.int64)
-            self.tables.add_many(pairs[:, 1].view(np.uint64), pairs[:, 0])
+        # straight into a numpy array: a list of row tuples first leaves ~20 bytes a record
+        # of fragmented Python heap behind it
+        pairs = np.fromiter(self._db.execute("SELECT id, simhash FROM records"),
+                            dtype=np.dtype([("id", "<i8"), ("simhash", "<i8")]))
+        if pairs.size:
+            self.tables.add_many(pairs["simhash"].view(np.uint64), pairs["id"])
 
     def _new_vectors(self):
         from usearch.index import Index
 
-        return Index(ndim=self.dim, metric="cos", dtype="f16", expansion_search=self.expansion_search)
+        return Index(ndim=self.dim, metric="cos", dtype=self.vector_dtype, connectivity=self.connectivity,
+                     expansion_search=self.expansion_search)
 
     def _load_vectors(self) -> None:
         if self.ref_id is None:
@@ -291,9 +347,11 @@ class LocalIndex:
                 vectors = Index.restore(str(file))
             except Exception as exc:  # noqa: BLE001 - any unreadable file is rebuilt
                 log.warning("cannot read %s (%s): rebuilding it from SQLite", file, exc)
-            if vectors is not None and (vectors.ndim != self.dim or str(vectors.dtype).lower().split(".")[-1] != "f16"):
-                log.warning("%s has %d dimensions (%s), the index %d: rebuilding it",
-                            file, vectors.ndim, vectors.dtype, self.dim)
+            if vectors is not None and (vectors.ndim != self.dim or _dtype_name(vectors) != self.vector_dtype
+                                        or vectors.connectivity != self.connectivity):
+                log.warning("%s has %d dimensions (%s, connectivity %d), the index %d (%s, %d): rebuilding it",
+                            file, vectors.ndim, _dtype_name(vectors), vectors.connectivity, self.dim,
+                            self.vector_dtype, self.connectivity)
                 vectors = None
         if vectors is not None:
             vectors.expansion_search = self.expansion_search
@@ -310,7 +368,7 @@ class LocalIndex:
 
     def _reconcile_vectors(self) -> None:
         """Make the vector index hold exactly SQLite's ids (signatures never change)."""
-        ids = np.array([r[0] for r in self._db.execute("SELECT id FROM records")], dtype=np.int64)
+        ids = np.fromiter((r[0] for r in self._db.execute("SELECT id FROM records")), dtype=np.int64)
         keys = np.asarray(self._vectors.keys, dtype=np.int64) if len(self._vectors) else np.zeros(0, np.int64)
         stale = np.setdiff1d(keys, ids, assume_unique=True)
         if stale.size:
@@ -318,20 +376,26 @@ class LocalIndex:
         missing = np.setdiff1d(ids, keys, assume_unique=True)
         if missing.size:
             t = time.perf_counter()
-            if missing.size == ids.size:
-                rows = self._db.execute("SELECT id, data FROM records")
-                got_ids, sigs = [], []
-                for rid, blob in rows:
-                    got_ids.append(rid)
-                    sigs.append(_signature_of_blob(blob))
+            if missing.size * 4 >= ids.size:  # most are missing: one scan, skipping the others
+                want = None if missing.size == ids.size else set(missing.tolist())
+                rows = (r for r in self._db.execute("SELECT id, data FROM records") if want is None or r[0] in want)
             else:
-                got_ids, sigs = [], []
-                for rid, blob in self._select("SELECT id, data FROM records WHERE id IN ({})", missing.tolist()):
-                    got_ids.append(rid)
-                    sigs.append(_signature_of_blob(blob))
-            matrix = np.vstack(sigs).astype(np.float32)
-            self._vectors.add(np.array(got_ids, dtype=np.uint64), matrix)
-            log.info("added %d signatures to the vector index in %.1f s", len(got_ids), time.perf_counter() - t)
+                rows = self._select("SELECT id, data FROM records WHERE id IN ({})", missing.tolist())
+            # in batches, each signature copied out of its row at once: a signature is a view of
+            # its row's whole data blob (~7 KB), so collecting views would hold every blob
+            matrix = np.empty((_VECTOR_BATCH, self.dim), dtype=np.float32)
+            keys = np.empty(_VECTOR_BATCH, dtype=np.uint64)
+            added = j = 0
+            for rid, blob in rows:
+                matrix[j], keys[j] = _signature_of_blob(blob), rid
+                j += 1
+                if j == _VECTOR_BATCH:
+                    self._vectors.add(keys, matrix)  # usearch copies the vectors in
+                    added, j = added + j, 0
+            if j:
+                self._vectors.add(keys[:j], matrix[:j])
+                added += j
+            log.info("added %d signatures to the vector index in %.1f s", added, time.perf_counter() - t)
         if stale.size or missing.size:
             self._unsaved += int(stale.size + missing.size)
 
@@ -417,7 +481,12 @@ class LocalIndex:
             return self.tables.query(fingerprint)
 
     def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
-        """Up to ``n`` ``(id, cosine)``, best first, cosine >= ``floor`` (f16 precision)."""
+        """Up to ``n`` ``(id, cosine)``, best first, cosine >= ``floor``.
+
+        With ``f16``/``f32`` vectors the similarities are the vector index's (error ~1e-4).
+        With ``i8`` vectors, the index proposes ``OVERSAMPLE`` x ``n`` candidates, ranked
+        (ties by id) and returned with their exact cosines, from the float32 signatures in SQLite.
+        """
         q = np.asarray(signature, dtype=np.float32).reshape(-1)
         with self._mutex:
             self._require_open()
@@ -427,10 +496,26 @@ class LocalIndex:
             size = len(self._vectors)
             if size == 0 or not np.any(q):
                 return []
-            matches = self._vectors.search(q, min(int(n), size), exact=size < self.exact_below)
-        sims = 1.0 - np.asarray(matches.distances, dtype=np.float64)
-        keys = np.asarray(matches.keys, dtype=np.int64)
-        return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
+            rerank = self.vector_dtype in RERANKED
+            matches = self._vectors.search(q, min((OVERSAMPLE if rerank else 1) * int(n), size),
+                                           exact=size < self.exact_below)
+            keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+            if rerank:  # the signature is the blob's first array: read only its bytes
+                sql = f"SELECT id, substr(data, {_HEADER.size + 1}, {4 * q.size}) FROM records WHERE id IN ({{}})"
+                found = list(self._select(sql, keys.tolist())) if keys.size else []
+        if not rerank:
+            sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
+            return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
+        if not found:
+            return []
+        ids = np.array([r[0] for r in found], dtype=np.int64)
+        sigs = np.frombuffer(b"".join(r[1] for r in found), dtype=_LE_F32).reshape(len(found), q.size)
+        sigs = sigs.astype(np.float64)
+        q64 = q.astype(np.float64)
+        norms = np.linalg.norm(sigs, axis=1) * np.linalg.norm(q64)
+        sims = np.divide(sigs @ q64, norms, out=np.zeros(len(found)), where=norms > 0)
+        order = np.lexsort((ids, -sims))[: int(n)]
+        return [(int(ids[i]), float(sims[i])) for i in order.tolist() if sims[i] >= floor]
 
     def get(self, ids: Iterable[int]) -> list[Record]:
         """Records for ``ids`` in the order asked (unknown ids skipped, repeats repeated)."""
@@ -533,8 +618,8 @@ class LocalIndex:
         Counts of records, table entries and vectors; the vector index's keys against the
         record ids (all of them); for ``sample`` random records (all when None), that the
         simhash tables return the record at distance 0 and that its stored vector has
-        cosine >= 0.999 with its SQLite signature.  ``sqlite_integrity`` adds SQLite's
-        ``PRAGMA quick_check`` (reads the whole file).
+        cosine >= 0.999 (0.995 for ``i8`` vectors) with its SQLite signature.
+        ``sqlite_integrity`` adds SQLite's ``PRAGMA quick_check`` (reads the whole file).
         """
         with self._mutex:
             db = self._require_open()
@@ -582,7 +667,8 @@ class LocalIndex:
                         bad_vec.append(rid)
                         continue
                     nw, ng = np.linalg.norm(want), np.linalg.norm(got)
-                    if (nw == 0) != (ng == 0) or (nw and float(want @ got) / (nw * ng) < 0.999):
+                    least = _STORED_COSINE[self.vector_dtype]
+                    if (nw == 0) != (ng == 0) or (nw and float(want @ got) / (nw * ng) < least):
                         bad_vec.append(rid)
             report["bad_vectors"] = bad_vec[:20]
             if bad_vec:
