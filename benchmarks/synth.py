@@ -298,8 +298,7 @@ def _pages(ix, pages: list[tuple[str, bytes]]) -> dict[str, Any]:
         featurizer(page)
     timer = common.Timer()
     dedup = Deduplicator(TimedIndex(ix, timer), featurizer=TimedFeaturizer(featurizer, timer))
-    before = set()
-    added, candidates, flagged = [], 0, 0
+    candidates = flagged = 0
     pc = time.perf_counter
     top = int(ix._db.execute("SELECT coalesce(max(id), 0) FROM records").fetchone()[0])
     for page in parsed:
@@ -315,7 +314,6 @@ def _pages(ix, pages: list[tuple[str, bytes]]) -> dict[str, Any]:
     added = [r[0] for r in ix._db.execute("SELECT id FROM records WHERE id > ?", (top,))]
     for rid in added:
         ix.remove(rid)
-    del before
     out = {f"page_{s}_ms": timer.ms_per(s, n) for s in STAGES if s != "extraction"}
     out["page_after_extraction_ms"] = sum(out.values())
     out["page_candidates"] = candidates / n
