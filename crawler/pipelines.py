@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -32,8 +31,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
-from dedup.page import Page, parse_page, url_tokens
-from dedup.text import split_sentences
+from dedup.page import Page, parse_page, text_page
+from dedup.record import epoch_seconds
 
 from .config import is_enabled, read_settings
 from .spool import REPLAY_KEY, Spool
@@ -86,21 +85,6 @@ class DuplicateDropped(DropItem):
         self.verdict = verdict
 
 
-def _epoch(value: Any) -> float:
-    """``fetched_at`` as epoch seconds: numbers as they are, ISO 8601 strings parsed, else now."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return time.time()
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        return parsed.timestamp()
-    return time.time()
-
-
 def item_page(adapter: ItemAdapter, html_field: str = "html", **limits: Any) -> Page:
     """The page of an item: the parsed one in ``page`` (removed from the item), else
     ``html_field`` parsed (``limits``: ``max_bytes``, ``max_text_chars`` of :func:`parse_page`),
@@ -112,9 +96,7 @@ def item_page(adapter: ItemAdapter, html_field: str = "html", **limits: Any) -> 
     html = adapter.get(html_field)
     if html:
         return parse_page(html, url, **limits)
-    text = str(adapter.get("text") or "")
-    return Page(url=url, title=str(adapter.get("title") or ""), text=text, sentences=split_sentences(text),
-                url_tokens=url_tokens(url), extraction="item")
+    return text_page(url, adapter.get("title"), adapter.get("text"))
 
 
 class DedupPipeline:
@@ -190,7 +172,7 @@ class DedupPipeline:
                              max_text_chars=self.config.max_text_chars)
             if self.unavailable:
                 raise self.unavailable_error
-            verdict = self.deduplicator.process(page, fetched_at=_epoch(adapter.get("fetched_at")))
+            verdict = self.deduplicator.process(page, fetched_at=epoch_seconds(adapter.get("fetched_at")))
         except _unavailable_errors() as exc:
             return self._spool(adapter, page, exc)
         except Exception as exc:  # one bad page must not stop the crawl; the traceback is logged
@@ -200,8 +182,8 @@ class DedupPipeline:
                                       "error": f"{type(exc).__name__}: {exc}", "algorithm": ALGORITHM,
                                       "kept": True})
             return item
-        if replay and verdict.status == "exact_duplicate" and verdict.duplicate_of == url:
-            verdict = self._recorded(verdict)  # this replayed page was recorded before the outage
+        if replay:  # a spooled page the index may have recorded before the outage
+            verdict = self.deduplicator.recorded_copy(verdict, url) or verdict
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
         if verdict.kept:
@@ -212,11 +194,6 @@ class DedupPipeline:
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
             verdict, log_level="INFO" if self.debug else "DEBUG")
-
-    def _recorded(self, verdict: Verdict) -> Verdict:
-        record = self.index.get([verdict.duplicate_id])[0]
-        return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
-                       verdict.thresholds, reference=verdict.reference, candidates=verdict.candidates)
 
     def _spool(self, adapter: ItemAdapter, page: Page | None, exc: BaseException) -> Any:
         """Keep an undecided item in the spool, stop the crawl, and drop the item for now."""
@@ -325,7 +302,7 @@ class IndexPipeline:
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
         doc = {name: adapter.get(name) for name in self.FIELDS}
-        doc["fetched_at"] = _epoch(doc["fetched_at"])
+        doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
         try:
             self.search.add(doc)
         except (_unavailable_errors() + _bulk_errors()) as exc:  # spooled, replayed by the next crawl

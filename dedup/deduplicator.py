@@ -185,6 +185,19 @@ class Deduplicator:
                     self.add(page, features, verdict, **record_fields)
         return verdict
 
+    def recorded_copy(self, verdict: Verdict, url: str) -> Verdict | None:
+        """For a page replayed after an interruption: when ``verdict`` makes it an exact duplicate of
+        its own URL, the index recorded it before the interruption, and this is that record's verdict
+        (rule ``replay_of_recorded_page``, kept); otherwise None."""
+        if verdict.status != "exact_duplicate" or verdict.duplicate_of != url or verdict.duplicate_id is None:
+            return None
+        found = self.index.get([verdict.duplicate_id])
+        if not found:
+            return None
+        record = found[0]
+        return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
+                       verdict.thresholds, reference=verdict.reference, candidates=verdict.candidates)
+
     def _taken(self, f: Features, taken: KeyTaken) -> Verdict:
         found = self.index.get([taken.record_id])
         url = found[0].url if found else None

@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 
+from .record import epoch_seconds
+
 __all__ = [
-    "Entry", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
+    "Entry", "VerdictFields", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
     "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "page_from_item",
     "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES",
 ]
@@ -133,20 +135,10 @@ class LogProblem:
         return f"line {self.line}: {self.message}"
 
 
-@dataclass
-class Entry:
-    """One dropped URL, folded over the log (see the module docstring)."""
+class VerdictFields:
+    """``status``, ``rule``, ``duplicate_of`` and ``score`` read from a ``verdict`` dict."""
 
-    url: str
-    time: str
     verdict: dict[str, Any]
-    title: str
-    line: int  # 1-based line number of the latest drop line
-    offset: int  # byte offset of that line
-    fetched_at: Any = None
-    drops: int = 1
-    state: str = "dropped"
-    restored_at: str | None = None
 
     @property
     def status(self) -> str:
@@ -161,12 +153,28 @@ class Entry:
         return self.verdict.get("duplicate_of")
 
     @property
-    def host(self) -> str:
-        return host_of(self.url)
-
-    @property
     def score(self) -> float | None:
         return score_of(self.verdict)
+
+
+@dataclass
+class Entry(VerdictFields):
+    """One dropped URL, folded over the log (see the module docstring)."""
+
+    url: str
+    time: str
+    verdict: dict[str, Any]
+    title: str
+    line: int  # 1-based line number of the latest drop line
+    offset: int  # byte offset of that line
+    fetched_at: Any = None
+    drops: int = 1
+    state: str = "dropped"
+    restored_at: str | None = None
+
+    @property
+    def host(self) -> str:
+        return host_of(self.url)
 
     @property
     def when(self) -> datetime | None:
@@ -441,22 +449,10 @@ def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
 
 # -- restoring -------------------------------------------------------------------------------------
 def page_from_item(item: dict[str, Any]):
-    """A :class:`~dedup.page.Page` of a logged item's ``url``, ``title`` and ``text`` (as
-    ``crawler.pipelines.item_page`` makes one for items without HTML)."""
-    from .page import Page, url_tokens
-    from .text import split_sentences
+    """A :class:`~dedup.page.Page` of a logged item's ``url``, ``title`` and ``text``."""
+    from .page import text_page
 
-    url = str(item.get("url") or "")
-    text = str(item.get("text") or "")
-    return Page(url=url, title=str(item.get("title") or ""), text=text, sentences=split_sentences(text),
-                url_tokens=url_tokens(url), extraction="item")
-
-
-def _epoch(value: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    parsed = parse_time(value)
-    return parsed.timestamp() if parsed else datetime.now(timezone.utc).timestamp()
+    return text_page(str(item.get("url") or ""), item.get("title"), item.get("text"))
 
 
 def restored_dedup(verdict: dict[str, Any], when: str) -> dict[str, Any]:
@@ -537,7 +533,7 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, featurizer
     page = page_from_item(item)
     features = featurizer(page)
     when = iso_now()
-    fetched_at = _epoch(item.get("fetched_at"))
+    fetched_at = epoch_seconds(item.get("fetched_at"))
     record_id = _existing_record(index, entry.url, features.content_hash)
     if record_id is None:
         extra_fields = {"fetched_at": fetched_at}

@@ -17,7 +17,7 @@ from .encoding import decode_html
 from .extract import main_text
 from .text import split_sentences
 
-__all__ = ["Page", "parse_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
+__all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
 
 #: Input limits (README, "Bad input and limits"). A body longer than MAX_PAGE_BYTES is cut there
 #: before decoding and parsing; main text longer than MAX_TEXT_CHARS is cut before featurizing.
@@ -89,6 +89,14 @@ def limit_text(page: Page, max_chars: int | None = MAX_TEXT_CHARS) -> Page:
     page.sentences = split_sentences(page.text)
     page.truncated["chars"] = [original, len(page.text)]
     return page
+
+
+def text_page(url: str, title: str | None, text: str | None, extraction: str = "item") -> Page:
+    """A page known only by its URL, title and main text (an item without HTML, a logged or
+    indexed page); ``extraction`` says where the text came from."""
+    text = str(text or "")
+    return Page(url=url, title=str(title or ""), text=text, sentences=split_sentences(text),
+                url_tokens=url_tokens(url), extraction=extraction)
 
 
 def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,

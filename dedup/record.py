@@ -7,12 +7,30 @@ store it as a handful of scalar fields and byte blobs.
 from __future__ import annotations
 
 import base64
+import time
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Record", "encode_array", "decode_array"]
+__all__ = ["Record", "encode_array", "decode_array", "epoch_seconds"]
+
+
+def epoch_seconds(value: Any, default: float | None = None) -> float:
+    """A time as epoch seconds: numbers as they are (above 1e11 they are read as milliseconds, as
+    Elasticsearch dates are), ISO 8601 strings parsed (UTC when no zone is given); anything else
+    gives ``default``, or now when ``default`` is None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) / (1000.0 if value > 1e11 else 1.0)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    return time.time() if default is None else default
 
 
 def encode_array(array: np.ndarray) -> str:

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .droplog import DropLog, histogram, host_of, page_from_item, read_log, score_of
+from .droplog import DropLog, VerdictFields, histogram, host_of, page_from_item, read_log
 
 __all__ = ["Pair", "ReportData", "collect", "render", "write_report", "bar_chart_svg", "histogram_svg"]
 
@@ -37,7 +37,7 @@ FLAGGED = ("near_duplicate", "duplicate")
 
 
 @dataclass
-class Pair:
+class Pair(VerdictFields):
     """One reported page and the page it copies."""
 
     kind: str  # "dropped" or "flagged"
@@ -50,18 +50,6 @@ class Pair:
     other: dict[str, Any] | None = None  # url, title, text of the page it copies
     other_source: str = ""
     note: str = ""
-
-    @property
-    def status(self) -> str:
-        return str(self.verdict.get("status") or "")
-
-    @property
-    def rule(self) -> str:
-        return str(self.verdict.get("rule") or "")
-
-    @property
-    def score(self) -> float | None:
-        return score_of(self.verdict)
 
 
 @dataclass

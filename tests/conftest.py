@@ -12,10 +12,28 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from crawler.sample_site import spawn, terminate
+from crawler.sample_site import load_expected, manifest_key, spawn, terminate
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+
+# -- the sample site's ground truth (crawler/sample_site/expected.json) ---------------------------
+MANIFEST = load_expected()
+GROUPS = MANIFEST["groups"]
+EXACT = [g for g in GROUPS if g["kind"] == "exact"]
+NEAR = [g for g in GROUPS if g["kind"] == "near"]
+SAME_TITLE = [g for g in GROUPS if g["kind"] == "distinct_same_title"]
+ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
+
+
+def by_path(records) -> dict[str, dict]:
+    """manifest path -> verdict, from exported items (``dedup``) or dropped-log lines (``verdict``)."""
+    out = {}
+    for r in records:
+        key = manifest_key(r["url"])
+        assert key not in out, f"{key} recorded twice"
+        out[key] = r.get("dedup") or r.get("verdict")
+    return out
 
 
 def clean_env() -> dict[str, str]:

@@ -17,7 +17,8 @@ from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.utils.test import get_reactor_settings
 
 from crawler.items import PageItem
-from crawler.sample_site import load_expected, manifest_key
+from conftest import ALL_PATHS, EXACT, MANIFEST, NEAR, SAME_TITLE, by_path
+from crawler.sample_site import manifest_key
 from crawler.spiders.site import SiteSpider
 from dedup.page import Page
 from index import open_index, open_search
@@ -25,23 +26,7 @@ from index import open_index, open_search
 CRAWL = pytest.mark.crawl  # the tests that run at least one real crawl
 
 ROOT = Path(__file__).resolve().parents[1]
-MANIFEST = load_expected()
-GROUPS = MANIFEST["groups"]
-EXACT = [g for g in GROUPS if g["kind"] == "exact"]
-NEAR = [g for g in GROUPS if g["kind"] == "near"]
-SAME_TITLE = [g for g in GROUPS if g["kind"] == "distinct_same_title"]
-ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
 FLAGGED = ("near_duplicate", "duplicate")
-
-
-def by_path(records):
-    """manifest path -> verdict, from exported items (``dedup``) or dropped-log lines (``verdict``)."""
-    out = {}
-    for r in records:
-        key = manifest_key(r["url"])
-        assert key not in out, f"{key} recorded twice"
-        out[key] = r.get("dedup") or r.get("verdict")
-    return out
 
 
 def index_statuses(index: Path) -> dict[str, str]:

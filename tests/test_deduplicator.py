@@ -109,3 +109,41 @@ def test_containment_from_sketches():
     assert cont == pytest.approx(0.5) and res == pytest.approx(50 / 300)
     # tiny pages: resemblance stands in for containment
     assert containment(a[:3], 3, b, 250)[0] == 0.0
+
+
+class UnrefreshedIndex(MemoryIndex):
+    """Another process kept the content, but this one's search does not see it yet: only the
+    atomic content claim in ``add`` does (as with an Elasticsearch index before its refresh)."""
+
+    def lookup(self, kind, key):
+        return []
+
+    def near_simhash(self, fingerprint):
+        return []
+
+    def nearest(self, signature, ref_id, n, floor):
+        return []
+
+
+@pytest.mark.parametrize("drop", [("exact_duplicate",), ()])
+def test_lost_content_race_becomes_exact_duplicate(drop):
+    index = UnrefreshedIndex()
+    d = Deduplicator(index, DedupConfig(drop=drop))
+    first = run(d, html("Bridge closes", STORY), "https://a.example/bridge")
+    second = run(d, html("Bridge closes", STORY), "https://b.example/bridge")
+    assert first.status == "unique" and first.kept
+    assert second.status == "exact_duplicate" and second.rule == "content_hash"
+    assert second.duplicate_of == "https://a.example/bridge" and second.scores["race"] is True
+    assert second.kept is (not drop)
+    assert len(index) == (1 if drop else 2)  # a kept exact duplicate claims nothing, so it is stored
+
+
+def test_recorded_copy_recognises_a_replayed_page(dedup):
+    run(dedup, html("Bridge closes", STORY), "https://a.example/bridge")
+    again = run(dedup, html("Bridge closes", STORY), "https://a.example/bridge")
+    replay = dedup.recorded_copy(again, "https://a.example/bridge")
+    assert replay is not None and replay.status == "unique" and replay.rule == "replay_of_recorded_page"
+    assert replay.kept
+    assert dedup.recorded_copy(again, "https://other.example/") is None
+    other = run(dedup, html("Bakery prize", OTHER), "https://a.example/bakery")
+    assert dedup.recorded_copy(other, "https://a.example/bakery") is None

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from crawler.sample_site import load_expected, manifest_key
+from conftest import ALL_PATHS, MANIFEST
+from crawler.sample_site import manifest_key
 from dedup import droplog
 from dedup.cli import main
 from dedup.store import MemoryIndex
@@ -18,10 +19,8 @@ from index import open_index, open_search
 
 CRAWL = pytest.mark.crawl
 
-MANIFEST = load_expected()
 EXACT_PATHS = {p for g in MANIFEST["groups"] if g["kind"] == "exact" for p in g["paths"]}
 NEAR_PATHS = {p for g in MANIFEST["groups"] if g["kind"] == "near" for p in g["paths"]}
-ALL_PATHS = sorted({p for g in MANIFEST["groups"] for p in g["paths"]} | set(MANIFEST["unique"]))
 DROP = "DEDUP_DROP=exact_duplicate,duplicate"  # near copies flagged "duplicate" are dropped too: two rules
 
 

@@ -4,35 +4,17 @@ embedded-index crawl (crawler/sample_site/expected.json), two crawlers sharing o
 an outage: the server killed mid-crawl, the items spooled, and the next crawl replaying them."""
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, clean_env, crawl_command, read_jsonl
-from crawler.sample_site import load_expected, manifest_key
+from conftest import ALL_PATHS, EXACT, MANIFEST, NEAR, ROOT, by_path, clean_env, crawl_command, read_jsonl
+from crawler.sample_site import manifest_key
 from index import open_index, open_search
 
 pytestmark = pytest.mark.crawl
-
-MANIFEST = load_expected()
-GROUPS = MANIFEST["groups"]
-EXACT = [g for g in GROUPS if g["kind"] == "exact"]
-NEAR = [g for g in GROUPS if g["kind"] == "near"]
-ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
-
-
-def verdicts(records) -> dict[str, dict]:
-    out = {}
-    for r in records:
-        key = manifest_key(r["url"])
-        assert key not in out, f"{key} recorded twice"
-        out[key] = r.get("dedup") or r.get("verdict")
-    return out
-
 
 def check_ground_truth(kept: dict[str, dict], dropped: dict[str, dict]) -> None:
     assert not set(kept) & set(dropped)
@@ -61,14 +43,14 @@ def es_crawl(site_url, es_url, crawl, tmp_path_factory):
 
 def test_crawl_into_elasticsearch_emulated_matches_ground_truth(es_crawl):
     uri, result = es_crawl
-    kept, dropped = verdicts(result.items), verdicts(result.dropped)
+    kept, dropped = by_path(result.items), by_path(result.dropped)
     check_ground_truth(kept, dropped)
     assert "dedup/errors" not in result.log and "dedup/spooled" not in result.log
 
 
 def test_elasticsearch_emulated_holds_kept_pages_with_flags(es_crawl):
     uri, result = es_crawl
-    kept = verdicts(result.items)
+    kept = by_path(result.items)
     search = open_search(uri, readonly=True)
     try:
         docs = {manifest_key(d["url"]): d for d in search.iter_docs()}
@@ -98,26 +80,23 @@ def test_two_crawlers_share_one_elasticsearch_emulated_index(site_url, es_url, t
         outs.append(out)
     logs = [p.communicate(timeout=180)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n".join(log[-2000:] for log in logs)
-    kept = [verdicts(read_jsonl(o / "items.jsonl")) for o in outs]
-    dropped = [verdicts(read_jsonl(o / "dropped.jsonl")) for o in outs]
+    kept = [by_path(read_jsonl(o / "items.jsonl")) for o in outs]
+    dropped = [by_path(read_jsonl(o / "dropped.jsonl")) for o in outs]
     for k, d in zip(kept, dropped):  # each crawler saw every page once
         assert sorted(set(k) | set(d)) == ALL_PATHS
     for group in EXACT:
         copies = [p for k in kept for p in group["paths"] if p in k]
         assert len(copies) == 1, (group["name"], copies)
+    from index.elastic.search import scan
+
     index = open_index(uri)
     try:
-        statuses = Counter(r.content_hash for r in index.get(
-            [i for i, _ in index.nearest(_any_signature(index), index.ref_id, 1000, -1.0)]))
-        assert statuses and max(statuses.values()) == 1  # no content recorded twice
+        hashes = Counter(hit["_source"]["content_hash"] for hit, _ in scan(index.es, index.name,
+                                                                          source=["content_hash"]))
+        assert sum(hashes.values()) == len(index) == sum(len(k) for k in kept)  # one record per kept page
+        assert max(hashes.values()) == 1  # no content recorded twice
     finally:
         index.close()
-
-
-def _any_signature(index):
-    import numpy as np
-
-    return np.ones(index.dim, dtype=np.float32)
 
 
 def test_outage_mid_crawl_spools_and_the_next_crawl_replays(site_url, crawl, tmp_path):
@@ -158,7 +137,7 @@ def test_outage_mid_crawl_spools_and_the_next_crawl_replays(site_url, crawl, tmp
         assert "'finish_reason': 'finished'" in second.log
         assert not (out / "spool.jsonl").exists() and not (out / "spool.jsonl.replaying").exists()
 
-        dropped = verdicts(read_jsonl(out / "dropped.jsonl"))
+        dropped = by_path(read_jsonl(out / "dropped.jsonl"))
         search = open_search(uri, readonly=True)
         try:
             indexed = {manifest_key(d["url"]): d["dedup"] for d in search.iter_docs()}

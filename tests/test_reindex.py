@@ -15,15 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, clean_env, read_jsonl
-from crawler.sample_site import load_expected, manifest_key
+from conftest import ALL_PATHS, EXACT, NEAR, ROOT, clean_env, read_jsonl
+from crawler.sample_site import manifest_key
 from dedup.cli import main
 
-MANIFEST = load_expected()
-GROUPS = MANIFEST["groups"]
-EXACT = [g for g in GROUPS if g["kind"] == "exact"]
-NEAR = [g for g in GROUPS if g["kind"] == "near"]
-ALL_PATHS = sorted({p for g in GROUPS for p in g["paths"]} | set(MANIFEST["unique"]))
 DEDUP = str(Path(sys.executable).with_name("dedup"))
 
 

@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, clean_env, crawl_command, read_jsonl, run_crawl
-from crawler.sample_site import load_expected, manifest_key
+from conftest import ALL_PATHS, MANIFEST, ROOT, clean_env, crawl_command, read_jsonl, run_crawl
+from crawler.sample_site import manifest_key
 from index.local import LocalIndex
 
-MANIFEST = load_expected()
-ALL_PATHS = sorted({p for g in MANIFEST["groups"] for p in g["paths"]} | set(MANIFEST["unique"]))
 
 
 def _records(index: Path) -> int:

@@ -36,13 +36,9 @@ def read_log(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _record_page(url: str, title: str, text: str, html: Any = None, how: str = "record"):
-    from ..page import Page, parse_page, url_tokens
-    from ..text import split_sentences
+    from ..page import parse_page, text_page
 
-    if html:
-        return parse_page(html, url)
-    return Page(url=url, title=title or "", text=text or "", sentences=split_sentences(text or ""),
-                url_tokens=url_tokens(url), extraction=how)
+    return parse_page(html, url) if html else text_page(url, title, text, how)
 
 
 class _Sources:
@@ -203,7 +199,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
           f"least-frequent 4-grams")
     print(f"tables: {tables_note} [{tables.id}]")
     if e.matches:
-        print(f"\nmatched sentences (A# B#  Sim(a,b) Sim(b,a)), A on the left:")
+        print("\nmatched sentences (A# B#  Sim(a,b) Sim(b,a)), A on the left:")
         shown = e.matches if args.show is None else e.matches[: args.show]
         for (i, j, _), (s_ab, s_ba) in zip(shown, e.sims):
             same = " ".join(e.sentences_a[i].split()) == " ".join(e.sentences_b[j].split())

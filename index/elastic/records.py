@@ -89,13 +89,31 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 class _Pending:
-    """Records written since the last refresh, searched in memory (see the module docstring)."""
+    """Records written since the last refresh, searched in memory (see the module docstring).
+
+    Every record here passed :meth:`ElasticIndex.add`'s reference check, so all signatures share
+    one reference text and dimension; they are kept as unit vectors, normalised once."""
 
     def __init__(self) -> None:
         self.records: dict[int, Record] = {}
+        self._units: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.records)
+
+    def add(self, rid: int, record: Record) -> None:
+        self.records[rid] = record
+        unit = _unit(record.signature)
+        if unit.any():
+            self._units[rid] = unit
+
+    def remove(self, rid: int) -> None:
+        self.records.pop(rid, None)
+        self._units.pop(rid, None)
+
+    def clear(self) -> None:
+        self.records.clear()
+        self._units.clear()
 
     def lookup(self, kind: str, key: str) -> list[int]:
         return [i for i, r in self.records.items() if getattr(r, kind) == key]
@@ -103,13 +121,12 @@ class _Pending:
     def near(self, fingerprint: int, k: int) -> list[tuple[int, int]]:
         return [(i, d) for i, r in self.records.items() if (d := (r.simhash ^ fingerprint).bit_count()) <= k]
 
-    def nearest(self, q: np.ndarray, ref_id: str) -> list[tuple[int, float]]:
-        out = []
-        for i, r in self.records.items():
-            v = _unit(r.signature)
-            if r.ref_id == ref_id and v.size == q.size and v.any():
-                out.append((i, float(v @ q)))
-        return out
+    def nearest(self, q: np.ndarray) -> list[tuple[int, float]]:
+        if not self._units:
+            return []
+        ids = list(self._units)
+        sims = np.stack([self._units[i] for i in ids]) @ q
+        return list(zip(ids, sims.tolist()))
 
 
 class ElasticIndex:
@@ -208,7 +225,7 @@ class ElasticIndex:
                 raise KeyTaken(record.content_hash, rid) from None
             log.debug("record %d (%s) was already stored: the write is a replay", rid, record.url)
         record.id = rid
-        self._pending.records[rid] = record
+        self._pending.add(rid, record)
         if len(self._pending) >= self.refresh_every:
             self.flush()
         return rid
@@ -237,22 +254,20 @@ class ElasticIndex:
 
     def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
         q = _unit(signature)
-        if n <= 0 or not q.any() or (self.ref_id is None and not self._pending):
+        if n <= 0 or not q.any() or self.ref_id is None:  # no reference yet: nothing was ever added
             return []
-        if self.ref_id is not None:
-            self._check_ref(ref_id, q.size, "query signature")
-        found: dict[int, float] = dict(self._pending.nearest(q, ref_id))
-        if self.ref_id is not None:
-            k = min(n, _MAX_HITS)
-            knn: dict[str, Any] = {"field": "signature_vector", "query_vector": q.tolist(), "k": k,
-                                   "num_candidates": min(max(2 * k, 100), _MAX_HITS),
-                                   "filter": {"term": {"ref_id": ref_id}}}
-            if floor > -1.0:
-                knn["similarity"] = float(floor)
-            got = self.es.call("find nearest signatures", self.es.client.search, index=self.name, knn=knn,
-                               size=k, source=["id"])
-            for h in got["hits"]["hits"]:  # cosine similarity's _score is (1 + cos) / 2
-                found.setdefault(int(h["_source"]["id"]), 2.0 * float(h["_score"]) - 1.0)
+        self._check_ref(ref_id, q.size, "query signature")
+        found: dict[int, float] = dict(self._pending.nearest(q))
+        k = min(n, _MAX_HITS)
+        knn: dict[str, Any] = {"field": "signature_vector", "query_vector": q.tolist(), "k": k,
+                               "num_candidates": min(max(2 * k, 100), _MAX_HITS),
+                               "filter": {"term": {"ref_id": ref_id}}}
+        if floor > -1.0:
+            knn["similarity"] = float(floor)
+        got = self.es.call("find nearest signatures", self.es.client.search, index=self.name, knn=knn,
+                           size=k, source=["id"])
+        for h in got["hits"]["hits"]:  # cosine similarity's _score is (1 + cos) / 2
+            found.setdefault(int(h["_source"]["id"]), 2.0 * float(h["_score"]) - 1.0)
         best = sorted(found.items(), key=lambda p: (-p[1], p[0]))
         return [(i, s) for i, s in best if s >= floor][:n]
 
@@ -266,7 +281,7 @@ class ElasticIndex:
         return [records[i] for i in ids if i in records]
 
     def remove(self, record_id: int) -> bool:
-        self._pending.records.pop(int(record_id), None)
+        self._pending.remove(int(record_id))
         got = self.es.call("remove a record", self.es.client.options(ignore_status=404).delete,
                            index=self.name, id=str(int(record_id)))
         return got.get("result") == "deleted"
@@ -274,7 +289,7 @@ class ElasticIndex:
     def flush(self) -> None:
         """Refresh the index: every record written so far becomes searchable by every process."""
         self.es.call("refresh the index", self.es.client.indices.refresh, index=self.name)
-        self._pending.records.clear()
+        self._pending.clear()
 
     def close(self) -> None:
         if self.es is not None:

@@ -36,12 +36,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.page import Page, parse_page, url_tokens
+from dedup.page import Page, parse_page, text_page
+from dedup.record import epoch_seconds
 from dedup.store import MemoryIndex
-from dedup.text import split_sentences
 
 from .connect import connect
-from .records import ElasticIndex
 from .search import DEDUP_MAPPING, ElasticSearch, scan
 
 __all__ = ["Reindex", "ReindexReport", "keep_sort", "KEEP_RULES"]
@@ -62,18 +61,6 @@ def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, A
         if len(parts) in (2, 3) and parts[1] and (len(parts) == 2 or parts[2] in ("asc", "desc")):
             return [{parts[1]: parts[2] if len(parts) == 3 else "asc"}, {url_field: "asc"}]
     raise ValueError(f"unknown keep rule {rule!r}; valid: {', '.join(KEEP_RULES)}")
-
-
-def _epoch(value: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) / (1000.0 if value > 1e11 else 1.0)  # epoch millis, as ES dates are
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return 0.0
-        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
-    return 0.0
 
 
 def _field(source: dict[str, Any], name: str) -> Any:
@@ -131,12 +118,15 @@ class Reindex:
         self.es_options = dict(es_options or {})
         self.progress = progress
 
+    def _connect_options(self) -> dict[str, Any]:
+        from . import CONNECT_OPTIONS
+
+        return {k: v for k, v in self.es_options.items() if k in CONNECT_OPTIONS}
+
     # -- the job ------------------------------------------------------------------------------------
     def run(self) -> ReindexReport:
         start = time.monotonic()
-        conn = {k: v for k, v in self.es_options.items()
-                if k in ("api_key", "ca_certs", "verify_certs", "request_timeout", "retry_seconds")}
-        src, src_name = connect(self.source_uri, **conn)
+        src, src_name = connect(self.source_uri, **self._connect_options())
         state = self._load_checkpoint()
         report = ReindexReport(dry_run=self.dry_run, **{k: state.get(k, 0) for k in
                                                         ("processed", "kept", "flagged", "dropped", "errors")})
@@ -166,8 +156,7 @@ class Reindex:
             return MemoryIndex(k=self.config.max_distance, blocks=self.config.blocks), None
         from . import open_dedup
 
-        dest_es, dest_name = connect(self.dest_uri, **{k: v for k, v in self.es_options.items() if k in (
-            "api_key", "ca_certs", "verify_certs", "request_timeout", "retry_seconds")})
+        dest_es, dest_name = connect(self.dest_uri, **self._connect_options())
         if not dest_es.call("check the destination", dest_es.client.indices.exists, index=dest_name):
             mapping = next(iter(src.call("read the source mapping", src.client.indices.get_mapping,
                                          index=src_name).values()))["mappings"]
@@ -238,11 +227,9 @@ class Reindex:
         url = str(_field(source, self.url_source) or hit["_id"])
         try:
             page = self._page(source, url)
-            verdict = decider.process(page, fetched_at=_epoch(_field(source, self.time_field)))
-            if recheck and verdict.status == "exact_duplicate" and verdict.duplicate_of == url:
-                record = decider.index.get([verdict.duplicate_id])[0]  # recorded before the interruption
-                verdict = Verdict(record.status, record.duplicate_of, "replay_of_recorded_page",
-                                  {"record": record.id}, verdict.thresholds, reference=verdict.reference)
+            verdict = decider.process(page, fetched_at=epoch_seconds(_field(source, self.time_field), 0.0))
+            if recheck:  # recorded before the interruption, not yet written to the destination
+                verdict = decider.recorded_copy(verdict, url) or verdict
         except Exception as exc:  # a bad document is reported and skipped, never the end of the job
             log.exception("Reindex: document %s (%s) could not be checked", hit["_id"], url)
             report.errors += 1
@@ -260,7 +247,7 @@ class Reindex:
                 line = {"url": url, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds")
                         .replace("+00:00", "Z"), "verdict": verdict.to_dict(),
                         "item": {"id": hit["_id"], "url": url, "title": page.title, "text": page.text,
-                                 "fetched_at": _epoch(_field(source, self.time_field)),
+                                 "fetched_at": epoch_seconds(_field(source, self.time_field), 0.0),
                                  "dedup": verdict.to_dict(), "source_index": self.source_uri, "source": source}}
                 dropped_out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
 
@@ -268,10 +255,9 @@ class Reindex:
         html = _field(source, self.html_field) if self.html_field else None
         if html:
             return parse_page(html, url)
-        text = str(_field(source, self.text_field) or "") if self.text_field else ""
-        title = str(_field(source, self.title_field) or "") if self.title_field else ""
-        return Page(url=url, title=title, text=text, sentences=split_sentences(text), url_tokens=url_tokens(url),
-                    extraction="field")
+        text = _field(source, self.text_field) if self.text_field else ""
+        title = _field(source, self.title_field) if self.title_field else ""
+        return text_page(url, title, text, "field")
 
     # -- checkpoint ------------------------------------------------------------------------------------
     def _identity(self) -> dict[str, Any]:
