@@ -127,10 +127,13 @@ def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min
     cut_a = a[-1] if a_total > a.size else np.uint64(2**64 - 1)
     cut_b = b[-1] if b_total > b.size else np.uint64(2**64 - 1)
     cut = min(cut_a, cut_b)
-    sa, sb = a[a <= cut], b[b <= cut]
+    # both sketches are sorted and distinct: cut by binary search, intersect by binary search
+    sa, sb = a[: a.searchsorted(cut, "right")], b[: b.searchsorted(cut, "right")]
     if sa.size == 0 or sb.size == 0:
         return 0.0, 0.0
-    inter = np.intersect1d(sa, sb, assume_unique=True).size
+    pos = sb.searchsorted(sa)
+    pos[pos == sb.size] = 0
+    inter = int(np.count_nonzero(sb[pos] == sa))
     resemblance = inter / (sa.size + sb.size - inter)
     if min(a_total, b_total) < min_size:
         return resemblance, resemblance
@@ -234,19 +237,23 @@ class Deduplicator:
             return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": f.title_key},
                            candidates=len(title_ids), duplicate_id=rec.id, **base)
         candidates = self._candidates(f, title_ids)
-        best, best_scores, pruned = None, None, 0
+        best, best_key, pruned = None, None, 0
         for rec in self.index.get(candidates):
-            scores = self._scores(f, rec)
-            if scores.get("pruned_by"):
+            if self.reducer.passes(f.tdw.hashes, f.sentences, rec.terms, rec.sentences):
                 pruned += 1
                 continue
-            if best_scores is None or (scores["containment"], scores["tdw_cosine"]) > (
-                    best_scores["containment"], best_scores["tdw_cosine"]):
-                best, best_scores = rec, scores
+            cont = self._containment(f, rec)[0]
+            # the best is the highest (containment, TDW cosine); the cosine is only needed
+            # when this candidate can beat or tie the best so far
+            if best_key is None or cont >= best_key[0]:
+                key = (cont, self._tdw_cosine(f, rec))
+                if best_key is None or key > best_key:
+                    best, best_key = rec, key
         n = len(candidates)
         if best is None:
             return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
                            {"pruned": pruned}, candidates=n, **base)
+        best_scores = self._scores(f, best)
         best_scores["pruned"] = pruned
         c = self.config
         s = best_scores["containment"]
@@ -274,13 +281,19 @@ class Deduplicator:
                                                        self.config.knn, self.config.knn_floor))
         return sorted(ids)
 
+    def _containment(self, f: Features, rec: Record) -> tuple[float, float]:
+        return containment(f.shingles, f.shingle_count, rec.shingles, _shingle_total(rec),
+                           min_size=self.config.min_shingles)
+
+    @staticmethod
+    def _tdw_cosine(f: Features, rec: Record) -> float:
+        return float(cosine(f.tdw, TermVector(rec.terms, rec.weights)))
+
     def _scores(self, f: Features, rec: Record) -> dict[str, Any]:
-        pruned_by = self.reducer.passes(f.tdw.hashes, f.sentences, rec.terms, rec.sentences)
-        other = TermVector(rec.terms, rec.weights)
-        rec_total = int(rec.extra.get("shingle_count", rec.shingles.size))
-        cont, resemblance = containment(f.shingles, f.shingle_count, rec.shingles, rec_total,
-                                        min_size=self.config.min_shingles)
-        tdw_cos = cosine(f.tdw, other)
+        """Every score of the pair, for the verdict of its best candidate (which the reducer passed)."""
+        rec_total = _shingle_total(rec)
+        cont, resemblance = self._containment(f, rec)
+        tdw_cos = self._tdw_cosine(f, rec)
         angle_ok, angle = self._duplicate_angle.angle_test(tdw_cos)
         # a record made with another reference text has no comparable signature
         mrc = round(signature_cosine(f.signature.vector, rec.signature), 4) if rec.ref_id == f.signature.ref_id else None
@@ -295,5 +308,9 @@ class Deduplicator:
             "hamming": (f.simhash ^ rec.simhash).bit_count(),
             "chunks": round(chunk_share(f.chunks, rec.chunks), 4),
             "sentences": [f.sentences, rec.sentences],
-            "pruned_by": pruned_by,
         }
+
+
+def _shingle_total(rec: Record) -> int:
+    """How many distinct shingles the recorded page had (its sketch keeps at most ``sketch``)."""
+    return int(rec.extra.get("shingle_count", rec.shingles.size))

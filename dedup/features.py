@@ -90,8 +90,7 @@ class Featurizer:
             # norm.terms() of every sentence, with each distinct token normalised once per
             # page and the rest mapped by C-level dict lookups
             tokens = [tokenize(s) for s in page.sentences]
-            term = norm.term
-            mapped = {t: term(t) for t in dict.fromkeys(chain.from_iterable(tokens))}
+            mapped = norm.term_map(list(dict.fromkeys(chain.from_iterable(tokens))))
             sentence_terms = [list(filter(None, map(mapped.__getitem__, ts))) for ts in tokens]
         else:  # a Normalizer subclass with its own terms()
             sentence_terms = [norm.terms(s) for s in page.sentences]

@@ -51,7 +51,7 @@ class IncompatibleSignature(ValueError):
 
 
 def _codepoints(text: str) -> np.ndarray:
-    folded = _WS.sub(" ", text.lower()).strip()
+    folded = " ".join(text.lower().split())  # whitespace runs to one space (str.split's \s is re's)
     return np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
 
 

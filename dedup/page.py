@@ -141,27 +141,56 @@ _PARSER = lxml.html.HTMLParser(remove_comments=True)
 _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True)
 
 
+_FIELD_TAGS = ("title", "meta", "h1", "h2", "h3", "h4", "h5", "h6", "b", "strong", "a")
+_HOST = re.compile(r"(?:[a-z][a-z0-9+.\-]*:)?//(?:[^/?#@]*@)?(\[[^\]]*\]|[^/?#:]*)", re.IGNORECASE)
+
+
+def _href_host(href: str, own: str) -> str:
+    """The host an anchor points to: its own for a relative link (what ``_host`` gives, cheaper)."""
+    if "//" not in href[:8] and not href.startswith("//"):
+        return own
+    m = _HOST.match(href)
+    if m is None:  # a scheme urlsplit does not take as one: let it decide
+        return _host(href)
+    host = m.group(1).lower().strip("[]")
+    return host[4:] if host.startswith("www.") else host
+
+
 def _fields(tree: lxml.html.HtmlElement, page: Page) -> None:
-    titles = tree.xpath("//title")
-    page.title = _clean(titles[0].text_content()) if titles else ""
-    for meta in tree.xpath("//meta[@name]"):
-        name = (meta.get("name") or "").lower()
-        if name == "keywords" and not page.keywords:
-            page.keywords = _clean(meta.get("content"))
-        elif name == "description" and not page.description:
-            page.description = _clean(meta.get("content"))
-    for el in tree.xpath("//h1|//h2|//h3|//h4|//h5|//h6"):
-        heading = _clean(el.text_content())
-        if heading:
-            page.headings.append((int(el.tag[1]), heading))
-    page.bold = [b for b in (_clean(el.text_content()) for el in tree.xpath("//b|//strong")) if b]
+    """The tagged fields, in document order, from one walk over the tree."""
+    title = None
     own = _host(page.url)
-    anchors = tree.xpath("//a[@href]")
-    page.anchor_count = len(anchors)
-    for a in anchors:
-        label = _clean(a.text_content())
-        if not label:
-            continue
-        href = (a.get("href") or "").strip()
-        host = _host(href) if "//" in href[:8] or href.startswith("//") else own
-        (page.anchors_same if host == own else page.anchors_other).append(label)
+    anchors = 0
+    for el in tree.iter(_FIELD_TAGS):
+        tag = el.tag
+        if tag == "a":
+            href = el.get("href")
+            if href is None:
+                continue
+            anchors += 1
+            label = _clean(el.text_content())
+            if label:
+                host = _href_host(href.strip(), own)
+                (page.anchors_same if host == own else page.anchors_other).append(label)
+        elif tag == "b" or tag == "strong":
+            bold = _clean(el.text_content())
+            if bold:
+                page.bold.append(bold)
+        elif tag == "meta":
+            name = el.get("name")
+            if name is None:
+                continue
+            name = name.lower()
+            if name == "keywords" and not page.keywords:
+                page.keywords = _clean(el.get("content"))
+            elif name == "description" and not page.description:
+                page.description = _clean(el.get("content"))
+        elif tag == "title":
+            if title is None:
+                title = el
+        else:
+            heading = _clean(el.text_content())
+            if heading:
+                page.headings.append((int(tag[1]), heading))
+    page.title = _clean(title.text_content()) if title is not None else ""
+    page.anchor_count = anchors

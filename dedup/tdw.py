@@ -113,7 +113,6 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
     """
     total: dict[str, float] = {}  # a plain dict: Counter's __missing__ is a Python call per new term
     get = total.get
-    term = normalizer.term
     # a Normalizer subclass with its own terms() is called as it is
     own_terms = type(normalizer).terms is not Normalizer.terms
     for name, texts in field_texts(page).items():
@@ -129,8 +128,8 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
             # field's texts are tokenised in one call (no token spans a newline) and each
             # distinct token is normalised once
             counts = {}
-            for token, n in Counter(tokenize("\n".join(texts))).items():
-                t = term(token)
+            tokens = Counter(tokenize("\n".join(texts)))
+            for (token, n), t in zip(tokens.items(), normalizer.term_map(list(tokens)).values()):
                 if t:
                     counts[t] = counts.get(t, 0) + n
         for t, n in counts.items():

@@ -57,12 +57,15 @@ def _nltk():
 
 def tokenize(text: str) -> list[str]:
     """Lowercased word tokens; CJK runs become character bigrams (a lone character stays)."""
+    text = text.lower().replace("’", "'")  # the token pattern takes either apostrophe inside a word
+    if not _CJK_RUN.search(text):
+        return _TOKEN.findall(text)  # the common case: no CJK, one C-level call
     out: list[str] = []
-    for tok in _TOKEN.findall(text.lower()):
+    for tok in _TOKEN.findall(text):
         if _CJK_RUN.match(tok):
             out.extend([tok] if len(tok) == 1 else [tok[i : i + 2] for i in range(len(tok) - 1)])
         else:
-            out.append(tok.replace("’", "'"))
+            out.append(tok)
     return out
 
 
@@ -191,6 +194,16 @@ class Normalizer:
             if len(self._cache) < 500_000:
                 self._cache[token] = cached
         return cached
+
+    def term_map(self, tokens: list[str]) -> dict[str, str]:
+        """``{token: term(token)}`` for distinct ``tokens``; cached ones by C-level lookups."""
+        if type(self).term is not Normalizer.term:  # a subclass's own term() is called as it is
+            return {tok: self.term(tok) for tok in tokens}
+        found = list(map(self._cache.get, tokens))
+        if None in found:
+            term = self.term
+            found = [t if t is not None else term(tok) for tok, t in zip(tokens, found)]
+        return dict(zip(tokens, found))
 
     def terms(self, text: str) -> list[str]:
         """Normalised terms of ``text`` in order, stop words removed."""
