@@ -25,7 +25,6 @@ __all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_P
 MAX_PAGE_BYTES = 5_000_000
 MAX_TEXT_CHARS = 200_000
 
-_WS = re.compile(r"\s+")
 _URL_SPLIT = re.compile(r"[^\w]+|_", re.UNICODE)
 _URL_NOISE = {"http", "https", "www", "html", "htm", "php", "asp", "aspx", "jsp", "shtml", "index"}
 
@@ -53,7 +52,8 @@ class Page:
 
 
 def _clean(text: str | None) -> str:
-    return _WS.sub(" ", text or "").strip()
+    """Whitespace runs folded to one space, ends stripped (str.split's whitespace is re's \\s)."""
+    return " ".join(text.split()) if text else ""
 
 
 def url_tokens(url: str) -> list[str]:
