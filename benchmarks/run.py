@@ -10,6 +10,7 @@ One script per target of issue 7, each also runnable alone (``--help``):
   target 2  bench_tables.py      permutation tables, 10k-10M fingerprints, vs numpy brute force
   target 3  bench_datasketch.py  against datasketch MinHashLSH: throughput and Gold-Set F1
   target 4  bench_crawl.py       scrapy crawl of a generated 2,000-page site, dedup on vs off
+            (crawl_es: the same into the noida-db Elasticsearch emulator, one crawl per mode)
   target 6  bench_scaling.py     cost per page and per query, 10k-1M documents
   target 5  bench_memory.py      RAM per document and reopen time at 1M documents
 
@@ -45,6 +46,7 @@ SCRIPTS = [
     ("pipeline", "bench_pipeline.py", 1),
     ("datasketch", "bench_datasketch.py", 3),
     ("crawl", "bench_crawl.py", 4),
+    ("crawl_es", "bench_crawl.py", 4),  # the same crawls into the noida-db Elasticsearch emulator
     ("scaling", "bench_scaling.py", 6),
     ("memory", "bench_memory.py", 5),
 ]
@@ -56,7 +58,8 @@ def expected_figures() -> dict[str, list[tuple[str, str, str]]]:
     """Every figure id each script reports (quick or full), from the scripts' FIGURES lists."""
     import importlib
 
-    return {name: importlib.import_module(script[:-3]).FIGURES for name, script, _ in SCRIPTS}
+    return {name: getattr(importlib.import_module(script[:-3]), "ES_FIGURES" if name == "crawl_es" else "FIGURES")
+            for name, script, _ in SCRIPTS}
 
 
 class LoadSampler(threading.Thread):
@@ -86,6 +89,8 @@ def run_script(name: str, script: str, args: argparse.Namespace, tmp: Path, outp
         cmd += ["--goldset", args.goldset]
     if name == "crawl":
         cmd += ["--index-uri", args.index_uri]
+    if name == "crawl_es":  # one crawl per mode: each is a few minutes through the emulator
+        cmd += ["--index-uri", "es-emulator", "--reps", "1"]
     if name in ("scaling", "memory"):
         cmd += ["--cache", str(args.cache)]
     if name == "scaling" and "tables" in outputs and outputs["tables"].exists():
