@@ -135,7 +135,7 @@ def _load_wordnet():
         class _WordNet(WordNetCorpusReader):
             def __init__(self, *args, **kwargs):
                 self._lemma_names: dict[tuple[str, int], list[str]] = {}
-                self._data_files: dict[str, Any] = {}  # pos -> open data file
+                self._data_paths: dict[str, Any] = {}  # pos -> data file path (None: not a plain file)
                 super().__init__(*args, **kwargs)
 
             def map_wn(self, version="wordnet"):
@@ -193,15 +193,15 @@ def _load_wordnet():
                 names = self._lemma_names.get(found)
                 if names is None:
                     pos, offset = found
-                    data = self._data_files.get(pos, False)
-                    if data is False:  # first use: open it (None: not a plain file)
-                        path = _plain_path(self, self._FILEMAP[pos], "data")
-                        data = self._data_files[pos] = open(path, "rb") if path else None
-                    if data is None:
+                    path = self._data_paths.get(pos, False)
+                    if path is False:  # first use (None: not a plain file)
+                        path = self._data_paths[pos] = _plain_path(self, self._FILEMAP[pos], "data")
+                    if path is None:
                         return self.synset_from_pos_and_offset(pos, offset).lemma_names()
-                    data.seek(offset)
-                    # offset lex_filenum ss_type w_cnt(hex) word lex_id [word lex_id ...] ...
-                    fields = data.readline().decode(self._ENCODING).split()
+                    with open(path, "rb") as data:  # opened per new synset: no file left open
+                        data.seek(offset)
+                        # offset lex_filenum ss_type w_cnt(hex) word lex_id [word lex_id ...] ...
+                        fields = data.readline().decode(self._ENCODING).split()
                     if fields[0] != f"{offset:08d}":
                         return self.synset_from_pos_and_offset(pos, offset).lemma_names()
                     # an adjective's syntactic marker ("(a)", "(p)", "(ip)") is not part of its name
