@@ -9,6 +9,11 @@ open index holds, per document, and what that is made of (permutation tables, us
 vectors and graph, the rest: SQLite's page cache, key maps, the allocator).  RSS is measured
 again after a few hundred queries.  The *rebuild* (vector index from SQLite, when the
 saved vector file is missing or stale) is reported when the build did one.
+
+Options choose the index's configuration: ``--vector-dtype i8`` (centred 1-byte vectors,
+connectivity 14 and expansion_search 256 unless given) is the one within 512 bytes; use
+another ``--cache`` for it (e.g. a folder holding a symlink to the cached ``dedup.sqlite`` and
+a copy of its ``synthetic.json``) so that the cached f16 vector file is not rebuilt.
 """
 from __future__ import annotations
 
@@ -56,12 +61,23 @@ def index_options(args) -> dict:
         out["vector_dtype"] = args.vector_dtype
     if getattr(args, "connectivity", None):
         out["connectivity"] = args.connectivity
+    if getattr(args, "blocks", None):
+        out["blocks"] = args.blocks
+    if getattr(args, "expansion_search", None):
+        out["expansion_search"] = args.expansion_search
     return out
 
 
 def option_args(p) -> None:
     p.add_argument("--vector-dtype", default=None, help="LocalIndex vector_dtype (default: the index's default)")
     p.add_argument("--connectivity", type=int, default=None, help="LocalIndex connectivity (default: its default)")
+    from index.local import DEFAULT_BLOCKS
+
+    p.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS,
+                   help=f"LocalIndex simhash blocks, C(blocks, 3) tables (default {DEFAULT_BLOCKS}, a new "
+                        "index's: the cached index may have been made with other defaults); the index keeps it")
+    p.add_argument("--expansion-search", type=int, default=None,
+                   help="LocalIndex expansion_search (default: its default for the vector dtype)")
 
 
 def main(argv=None) -> int:
@@ -87,7 +103,8 @@ def main(argv=None) -> int:
     parts = r["parts"]
     per = {k: v / docs for k, v in parts.items()}
     # the graph's share by difference: usearch's memory_usage counts reserved, untouched capacity
-    graph = r["rss_open"] / docs - per["tables"] - per["usearch_vectors"] - per["sqlite_cache_max"]
+    stats = per.get("vector_stats", 0)
+    graph = r["rss_open"] / docs - per["tables"] - per["usearch_vectors"] - stats - per["sqlite_cache_max"]
     res.figure("t5.bytes_per_doc", "RSS growth per document, index open", r["rss_open"] / docs, "B/doc",
                goal=("<=", 512),
                note=f"{docs:,} documents; anonymous {r['rss_open_anon'] / docs:.0f} B, file-backed "
@@ -95,8 +112,11 @@ def main(argv=None) -> int:
     res.figure("t5.bytes_per_doc_used", "RSS growth per document after queries", r["rss_used"] / docs, "B/doc",
                goal=("<=", 512), note="after 200 lookups, simhash and nearest queries and record fetches")
     res.figure("t5.tables_bytes", "  of which permutation tables", per["tables"], "B/doc",
-               note="20 tables x 8 B entries + 8 B simhash + 8 B id + bucket directory")
-    res.figure("t5.vectors_bytes", "  of which signature vectors", per["usearch_vectors"], "B/doc")
+               note=f"{r.get('n_tables', 20)} tables (k = {r.get('k', 3)}, {r.get('blocks', 6)} blocks) x 8 B entries "
+                    "+ 8 B simhash + 8 B id + bucket directory")
+    res.figure("t5.vectors_bytes", "  of which signature vectors", per["usearch_vectors"] + stats, "B/doc",
+               note=f"{r.get('vector_dtype')} scalars" + (f", of which {stats:.0f} B the centred vectors' "
+                                                         "[m . y, |y|] (float32) and fine codes" if stats else ""))
     res.figure("t5.graph_bytes", "  of which HNSW graph, keys, key map, allocator", graph, "B/doc",
                note=f"RSS growth minus the rest; usearch's own memory_usage, reserved capacity included: "
                     f"{per['usearch']:.0f} B/doc")

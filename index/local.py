@@ -6,6 +6,9 @@ Files in ``PATH`` (created when missing):
                        a ``meta`` table (schema version, table parameters, reference text).
 ``signatures.usearch`` a saved copy of the vector index over the MRC signatures; derived,
                        may be deleted at any time (it is rebuilt from SQLite).
+``signatures.stats.npz`` with ``i8`` vectors only: per record id, two float32 numbers and
+                       the fine codes that recover cosines from the centred vectors (see
+                       "Memory"); derived too, saved with the vector file.
 ``lock``               holds an exclusive ``flock`` while a :class:`LocalIndex` is open,
                        and the pid of the process holding it.
 
@@ -21,7 +24,9 @@ commit then waits for the disk).
 Derived structures, rebuilt or reloaded on open, never trusted over SQLite:
 
 * the :class:`~dedup.permtables.PermutationTables` of the simhashes: built on every open
-  from one ``SELECT id, simhash`` (a covering-index scan) and ``add_many``;
+  from one ``SELECT id, simhash`` (a covering-index scan) and ``add_many``; k = 3 and 5
+  blocks (10 tables) for a new index, the ``k``/``blocks`` kept in ``meta`` for an existing
+  one (indexes made before this default have 6 blocks, 20 tables, until opened with ``blocks=5``);
 * a usearch HNSW index over the signatures, keyed by record id (cosine metric; ``f16``
   scalars and connectivity 16 by default, see "Memory" below).  It is saved to
   ``signatures.usearch`` on :meth:`~LocalIndex.flush`/:meth:`~LocalIndex.close` (and
@@ -31,51 +36,81 @@ Derived structures, rebuilt or reloaded on open, never trusted over SQLite:
   id) pair equal to SQLite's means the file is current; otherwise the file is reconciled with
   SQLite (stale keys removed, missing signatures added from SQLite, in batches), and rebuilt
   from scratch when it is missing, unreadable, or of another dimension, scalar type or
-  connectivity.
+  connectivity (or, for ``i8``, made before the index's centre was fixed).
 
 :meth:`~LocalIndex.nearest` searches exactly (brute force, ``exact=True``) while the index
 holds fewer than ``exact_below`` (20,000) signatures: under a millisecond there, and no
 HNSW misses (HNSW's recall@20 with usearch's default expansion was 0.93 at 5k and 0.78 at
-20k random 150-d vectors).  Above it, HNSW with ``expansion_search`` 128 candidates.
-Similarities are ``1 - cosine distance`` of the f16 vectors (error ~1e-4); the floor applies
-to them.  With ``vector_dtype="i8"`` (error ~1.5e-3, enough to reorder the close cosines of
-MRC signatures) it asks for ``OVERSAMPLE`` (2) x n candidates, reads their float32
-signatures from SQLite (only those bytes of each row) and returns the best n by exact cosine.
+20k random 150-d vectors).  Above it, HNSW with ``expansion_search`` 128 candidates (256
+for ``i8``).  Similarities are ``1 - cosine distance`` of the f16 vectors (error ~3e-5); the
+floor applies to them.  ``i8`` vectors are centred, see below; nothing in ``nearest()``
+reads SQLite.
 
 Memory (RSS growth over opening an index of 1M synthetic records of featurizer size, measured
-by ``benchmarks/bench_memory.py``; 2-core VM, usearch 2.26):
+by ``benchmarks/bench_memory.py``; 2-core VM shared with other benchmarks, usearch 2.26):
 
-* permutation tables: 184 bytes per document (20 tables x an 8-byte entry, the 8-byte
-  simhash and doc id, the bucket directory), fixed by k = 3 / 6 blocks and not
-  configurable here;
+* permutation tables: 8 bytes per entry and table, the 8-byte simhash and doc id, the bucket
+  directory: 100 bytes per document with the 10 tables of k = 3 / 5 blocks (a new index's
+  default; 184 with 6 blocks / 20 tables, 49 with 4 blocks / 4 tables).  Fewer tables only
+  mean more candidates to check, never a miss: ``benchmarks/bench_tables.py --blocks 5`` at
+  10M fingerprints gives query p99 118-132 us and 396-440x numpy brute force in two runs
+  (6 blocks: 134-146 us, 191-409x; 4 blocks: 182-196 us in three runs, 261-279x, too close
+  to the 200 us target);
 * the vector index: 150 signature scalars, the HNSW graph (2 x connectivity 4-byte
   neighbour slots on the base level, fewer above), the key and usearch's key-lookup map;
-* SQLite's page cache (2 MiB) and nothing per record: records stay on disk (8.3 KB each).
+  with ``i8``, 46 bytes more per document (below);
+* SQLite's page cache (2 MiB) and nothing per record: records stay on disk (8.2 KB each).
 
-=================  ========  ==========================  ==================  ===============
-vectors            B/doc     nearest(): near-copy found  recall@20 vs exact  nearest() p50
-=================  ========  ==========================  ==================  ===============
-f16, 16 (default)  739       1.00                        0.997               0.7 ms
-i8, 8              520       0.93                        0.917               5 ms (re-ranking
-                                                                             reads 40 rows)
-=================  ========  ==========================  ==================  ===============
+=================================  =====  ==============  ===========  =========  =========
+vectors                            B/doc  of which        near-copy    recall@20  nearest()
+                                          vectors; graph  found in 20  vs exact   p50
+                                          and keys
+=================================  =====  ==============  ===========  =========  =========
+f16, 16 (default)                  655    300; 253        1.00         0.997      0.7 ms
+i8 centred + fine codes, 14, 256   486    196; 187        1.00         0.984      1.3 ms
+=================================  =====  ==============  ===========  =========  =========
 
-(100 queries, each a stored signature perturbed to cosine ~0.9987, as a near-copy's is;
-"exact" is float32 cosine over all signatures.  At 100k both find every copy.)  Neither
-reaches 512 bytes per document: the tables alone take 184, and the vector index cannot
-drop below ~330 with 150 dimensions, a graph and key lookups.  ``i8``/8 trades 30% of the
-memory for missing 7% of near-copies at 1M, so it is an option, not the default.  Reading the
+(10 tables in both; 100 queries, each a stored signature perturbed to cosine ~0.9987, as a
+near-copy's is; "exact" is the float32 cosine over all 1M stored signatures.)  The f16
+default does not reach 512 bytes: 300 bytes of vectors and ~250 of graph and keys leave no
+room for the tables, and f16 with connectivity 8 or 12 still holds ~490 bytes in usearch
+alone (measured at 200k).  ``vector_dtype="i8"`` does:
+
+* MRC signatures are all positive and alike (unrelated pages have cosines ~0.95), and
+  usearch's i8 (each vector scaled to unit length x 127, truncated) spends its resolution on
+  what they all share: raw i8 vectors have a cosine error of ~3e-3, more than the gap between
+  a near-copy (0.9987) and its neighbours (the former raw ``i8``/8 option found 93% of
+  near-copies at 1M).  So an ``i8`` index stores y = s/|s| - m, m the mean unit signature of
+  its first 1,000 records (fixed in ``meta`` once; until then m = 0), and searches the
+  centred query z = q/|q| - m by cosine;
+* the true cosine of a candidate is ``|z| |y| cos(z, y) + m.z + m.y + |m|^2``: ``m.y`` and
+  ``|y|`` are kept per record (float32, 8 bytes), and cos(z, y) is recomputed from the float
+  query and the stored vector completed by its *fine codes*, 2 more bits per dimension of
+  what usearch's truncation dropped (38 bytes; ``signatures.stats.npz`` holds both arrays):
+  error ~1e-4;
+* centred cosines rank differently from true ones, so it asks for ``OVERSAMPLE`` (8) x n
+  candidates (16 x n in an exact search) and returns the best n by true cosine.
+
+Measured at 1M: 4 x n candidates gave recall@20 0.969 (1.1 ms), 16 x n 0.985 (1.7 ms);
+expansion_search 384 instead of 256 changed nothing; without fine codes (and 4 x n) 0.938,
+and with expansion_search 128 2% of near-copies were missed. At 3k records (exact search)
+recall@20 is 0.986. Connectivity 14, not 16: a node then fits usearch's smaller allocation
+(344 against 407 bytes per document at 200k). With 4 blocks (49 bytes of tables) ``i8`` held
+396 bytes per document before the fine codes (38 more). On goldset-dev, with the
+deduplicator on a LocalIndex instead of the in-memory index, F1 is 0.9737 with f16 and with
+centred i8, exact or HNSW search (800 records: a small test of the kNN path). Reading the
 tables' pairs straight into numpy (not a list of row tuples) saves ~20 bytes per document of
 fragmented heap left over from opening (measured at 100k); rebuilding the vector file reads
-signatures in batches of 50,000 (it used to hold every row's whole blob, ~7 GB at 1M, until
-the end).
+signatures in batches of 50,000, and starts a new usearch index when a quarter or more of
+its vectors would be removed (usearch only marks removed nodes; re-adding 1M vectors over 1M
+tombstones found 88% of near-copies).
 
 Measured (2-core VM, 100k synthetic records of featurizer size, ~6 KB each): ``add``
 2,800 records/s, of which the SQLite insert + commit is ~110 us and the HNSW insert
 ~300 us; reopen 0.3 s (tables from the covering index 0.19 s, vector file 0.05 s); reopen
 after a crash that left the vector file 10k adds behind 4 s; full rebuild of the vector
-index 32 s.  At 1M: reopen 2.5-3.2 s, full rebuild of the vector index 7 min (f16/16) or
-4 min (i8/8).
+index 32 s.  At 1M: reopen 1.6-3.2 s, full rebuild of the vector index 7 min (f16/16) or
+3-6 min (i8/14).
 
 Single writer: a second :class:`LocalIndex` on the same directory (another process, or the
 same one) raises :class:`IndexLocked`; concurrent crawls should share an Elasticsearch
@@ -85,6 +120,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -113,10 +149,18 @@ LOCK_NAME = "lock"
 
 _SQL_VARS = 500  # ids per "IN (...)" statement
 VECTOR_DTYPES = ("i8", "f16", "f32")
-#: vector scalars too coarse to rank close signatures: nearest() asks the index for OVERSAMPLE
-#: times n candidates and ranks them by their exact cosines
-RERANKED = ("i8",)
-OVERSAMPLE = 2
+#: vector scalars too coarse for the raw signatures: the index holds them centred (the unit
+#: signature minus a fixed mean, see "Memory"); nearest() asks it for OVERSAMPLE x n candidates
+#: and ranks them by their true cosines, recovered with two numbers and fine codes a record
+CENTRED = ("i8",)
+OVERSAMPLE = 8  # (twice that in an exact search: cheap there, and small indexes need it most)
+#: connectivity and expansion_search by vector scalar type (i8: 14 keeps a node within usearch's
+#: smaller allocation size, ~60 bytes a document less than 16; 256 finds every near-copy at 1M)
+_DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 256)}
+CENTRE_SAMPLE = 1000  # the centre: mean unit signature of the first this many records
+DEFAULT_K, DEFAULT_BLOCKS = 3, 5  # a new index's simhash tables: C(5, 3) = 10 tables
+STATS_NAME = "signatures.stats.npz"  # per record id: m . y, |y| and the fine codes of its centred y
+FINE_BITS = 2  # i8 vectors: bits per dimension of the part of y's code that usearch's i8 drops
 # check(): least cosine between a stored (quantised) vector and its signature; i8 keeps >= 0.9987
 _STORED_COSINE = {"i8": 0.995, "f16": 0.999, "f32": 0.999}
 _VECTOR_BATCH = 50_000  # signatures read and added to the vector index at a time when rebuilding it
@@ -204,6 +248,11 @@ def _signature_of_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=_LE_F32, count=n_sig, offset=_HEADER.size)
 
 
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to a name
+        np.savez(f, **arrays)
+
+
 def _dtype_name(vectors) -> str:
     """``"f16"`` for a usearch index of ``ScalarKind.F16`` scalars."""
     return str(vectors.dtype).lower().split(".")[-1]
@@ -219,25 +268,30 @@ class LocalIndex:
     """A :class:`~dedup.store.DedupIndex` in a local directory (see the module docstring).
 
     ``k``/``blocks``: the simhash tables' parameters; ``None`` takes the values the index
-    was last opened with (3 and 6 for a new one).  Other values work too: the tables are
-    rebuilt from SQLite on every open anyway.
+    was last opened with (3 and 5, 10 tables, for a new one).  Other values work too: the
+    tables are rebuilt from SQLite on every open anyway.
     ``synchronous``: SQLite's ``NORMAL`` (default; survives process crashes) or ``FULL``
     (also OS crashes).  ``exact_below``: brute-force kNN below this many signatures.
     ``autosave``: save the vector index after this many adds since the last save (and at
     least 10% of its size); ``0`` saves only on flush/close.
-    ``vector_dtype`` / ``connectivity``: scalars and graph degree of the HNSW index over the
-    signatures (default ``"f16"`` and 16; ``"i8"`` and 8 hold ~220 fewer bytes per document
-    for some recall at scale: see "Memory" in the module docstring).  A saved vector file
-    made with other values is rebuilt from SQLite on open.
+    ``vector_dtype`` / ``connectivity`` / ``expansion_search``: scalars, graph degree and
+    search breadth of the HNSW index over the signatures (default ``"f16"``, 16 and 128;
+    ``"i8"``: centred vectors, 14 and 256, ~170 fewer bytes per document, every near-copy
+    still found but the tail of the top 20 a little less exact and nearest() ~0.6 ms
+    slower at 1M: see "Memory" in the module docstring).  A saved vector file made with
+    other values is rebuilt from SQLite on open.
     """
 
     def __init__(self, path: str | os.PathLike, *, k: int | None = None, blocks: int | None = None,
-                 synchronous: str = "NORMAL", exact_below: int = 20_000, expansion_search: int = 128,
-                 autosave: int = 10_000, vector_dtype: str = "f16", connectivity: int = 16) -> None:
+                 synchronous: str = "NORMAL", exact_below: int = 20_000, expansion_search: int | None = None,
+                 autosave: int = 10_000, vector_dtype: str = "f16", connectivity: int | None = None) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA (got {synchronous!r})")
         if vector_dtype not in VECTOR_DTYPES:
             raise ValueError(f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)} (got {vector_dtype!r})")
+        # defaults by scalar type: the measured settings of "Memory" in the module docstring
+        connectivity = _DEFAULTS[vector_dtype][0] if connectivity is None else connectivity
+        expansion_search = _DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search
         if not 2 <= int(connectivity) <= 64:
             raise ValueError(f"connectivity must be between 2 and 64 (got {connectivity!r})")
         self.vector_dtype, self.connectivity = vector_dtype, int(connectivity)
@@ -311,10 +365,17 @@ class LocalIndex:
         if version > SCHEMA_VERSION:
             raise RuntimeError(f"{self.path / DB_NAME} has schema version {version}, newer than this "
                                f"program's ({SCHEMA_VERSION}); upgrade scrapy-dedup to open it")
-        self.k = int(meta.get("k", 3)) if k is None else int(k)
-        self.blocks = int(meta.get("blocks", 6)) if blocks is None else int(blocks)
+        self.k = int(meta.get("k", DEFAULT_K)) if k is None else int(k)
+        self.blocks = int(meta.get("blocks", DEFAULT_BLOCKS)) if blocks is None else int(blocks)
         self.ref_id: str | None = meta.get("ref_id")
         self.dim: int | None = int(meta["dim"]) if "dim" in meta else None
+        # centred vectors: m (float64, zeros until CENTRE_SAMPLE records exist) and its name
+        self._centre = np.zeros(self.dim or 0)
+        self._centre_id = "none"
+        if "vector_centre" in meta:
+            self._centre = np.frombuffer(bytes.fromhex(meta["vector_centre"]), dtype="<f8").copy()
+            self._centre_id = hashlib.sha1(meta["vector_centre"].encode("ascii")).hexdigest()[:16]
+        self._reset_stats(0)
         with self._db:
             self._set_meta(schema_version=SCHEMA_VERSION, k=self.k, blocks=self.blocks)
 
@@ -333,12 +394,96 @@ class LocalIndex:
         return Index(ndim=self.dim, metric="cos", dtype=self.vector_dtype, connectivity=self.connectivity,
                      expansion_search=self.expansion_search)
 
+    @property
+    def _centred(self) -> bool:
+        return self.vector_dtype in CENTRED
+
+    def _make_centre(self) -> None:
+        """Fix the centre of the vectors: the mean unit signature of the first CENTRE_SAMPLE records."""
+        rows = self._db.execute("SELECT data FROM records ORDER BY id LIMIT ?", (CENTRE_SAMPLE,))
+        sigs = np.array([_signature_of_blob(r[0]) for r in rows], dtype=np.float64)
+        norms = np.linalg.norm(sigs, axis=1, keepdims=True)
+        centre = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0).mean(axis=0)
+        text = centre.astype("<f8").tobytes().hex()
+        with self._db:
+            self._set_meta(vector_centre=text)
+        self._centre = centre
+        self._centre_id = hashlib.sha1(text.encode("ascii")).hexdigest()[:16]
+
+    def _centre_rows(self, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Centred unit signatures y = s / |s| - m of the rows of ``sigs`` (float32, for the
+        index) and their [m . y, |y|] (2, rows)."""
+        sigs = np.asarray(sigs, dtype=np.float64).reshape(-1, self.dim)
+        norms = np.linalg.norm(sigs, axis=1, keepdims=True)
+        y = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0) - self._centre
+        return y.astype(np.float32), np.stack([y @ self._centre, np.linalg.norm(y, axis=1)])
+
+    def _fine_width(self) -> int:
+        return -(-(self.dim or 0) * FINE_BITS // 8)
+
+    def _reset_stats(self, size: int) -> None:
+        """Empty per-id arrays for ids < ``size``: ``_stats`` [m . y, |y|] (NaN: unknown) and
+        ``_fine``, FINE_BITS per dimension packed into bytes (see ``_fine_codes``)."""
+        self._stats = np.full((2, size), np.nan, dtype=np.float32)
+        self._fine = np.zeros((size, self._fine_width()), dtype=np.uint8)
+
+    def _set_stats(self, ids: np.ndarray, stats: np.ndarray, fine: np.ndarray) -> None:
+        top, have = int(ids.max()) + 1, self._stats.shape[1]
+        if top > have:  # grown by a quarter: amortised O(1) per add
+            stats_, fine_ = self._stats, self._fine
+            self._reset_stats(max(top, have * 5 // 4))
+            self._stats[:, :have], self._fine[:have] = stats_, fine_
+        self._stats[:, ids] = stats
+        self._fine[ids] = fine
+
+    def _fine_codes(self, keys: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """What usearch's i8 code of each row of ``y`` lacks: usearch keeps trunc(127 y/|y|),
+        the rest r is in (-1, 1); FINE_BITS of it per dimension, packed (4 to a byte for 2 bits)."""
+        stored = np.asarray(self._vectors.get(keys), dtype=np.float64).reshape(len(keys), -1)
+        y = np.asarray(y, dtype=np.float64)
+        norms = np.linalg.norm(y, axis=1, keepdims=True)
+        rest = np.divide(127 * y, norms, out=np.zeros_like(y), where=norms > 0) - stored
+        levels = 1 << FINE_BITS
+        codes = np.clip(np.floor((rest + 1) * (levels / 2)), 0, levels - 1).astype(np.uint8)
+        per_byte = 8 // FINE_BITS
+        codes = np.pad(codes, ((0, 0), (0, -codes.shape[1] % per_byte)))
+        packed = np.zeros((len(keys), codes.shape[1] // per_byte), dtype=np.uint8)
+        for j in range(per_byte):
+            packed |= codes[:, j::per_byte] << np.uint8(j * FINE_BITS)
+        return packed
+
+    def _fine_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """The stored i8 vectors of ``ids`` with their fine codes added back (x 127, float64)."""
+        stored = np.asarray(self._vectors.get(ids.astype(np.uint64)), dtype=np.float64).reshape(len(ids), -1)
+        packed, per_byte, levels = self._fine[ids], 8 // FINE_BITS, 1 << FINE_BITS
+        codes = np.empty((len(ids), packed.shape[1] * per_byte), dtype=np.uint8)
+        for j in range(per_byte):
+            codes[:, j::per_byte] = (packed >> np.uint8(j * FINE_BITS)) & np.uint8(levels - 1)
+        return stored + (codes[:, :stored.shape[1]] + 0.5) * (2 / levels) - 1
+
+    def _load_stats(self, max_id: int) -> None:
+        """The saved stats and fine codes (ids the file does not cover stay NaN: their vectors
+        are added again)."""
+        self._reset_stats(max_id + 1)
+        try:
+            with np.load(self.path / STATS_NAME) as saved:
+                stats, fine = saved["stats"], saved["fine"]
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("cannot read %s (%s): re-adding the vectors it covered", self.path / STATS_NAME, exc)
+            return
+        if (stats.ndim == 2 and stats.shape[0] == 2 and stats.dtype == np.float32 and fine.dtype == np.uint8
+                and fine.shape == (stats.shape[1], self._fine_width())):
+            n = min(stats.shape[1], max_id + 1)
+            self._stats[:, :n], self._fine[:n] = stats[:, :n], fine[:n]
+
     def _load_vectors(self) -> None:
         if self.ref_id is None:
             return
         file = self.path / VECTORS_NAME
-        meta = self._meta()
         count, max_id = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM records").fetchone()
+        if self._centred and self._centre_id == "none" and count >= CENTRE_SAMPLE:
+            self._make_centre()
+        meta = self._meta()
         vectors = None
         if file.exists():
             from usearch.index import Index
@@ -353,16 +498,23 @@ class LocalIndex:
                             file, vectors.ndim, _dtype_name(vectors), vectors.connectivity, self.dim,
                             self.vector_dtype, self.connectivity)
                 vectors = None
+            if vectors is not None and self._centred and meta.get("vectors_centre") != self._centre_id:
+                log.warning("%s was not made with this index's centre: rebuilding it", file)
+                vectors = None
         if vectors is not None:
             vectors.expansion_search = self.expansion_search
             current = (meta.get("vectors_count") == str(count) and meta.get("vectors_max_id") == str(max_id)
                        and len(vectors) == count)
+            if self._centred:
+                self._load_stats(max_id)
+                current = current and not np.isnan(self._stats[1, max_id])
             self._vectors = vectors
             if current:
                 return
             log.info("%s does not match %s: reconciling", file, DB_NAME)
         else:
             self._vectors = self._new_vectors()
+            self._reset_stats(max_id + 1)
         self._reconcile_vectors()
         self._save_vectors()
 
@@ -371,6 +523,16 @@ class LocalIndex:
         ids = np.fromiter((r[0] for r in self._db.execute("SELECT id FROM records")), dtype=np.int64)
         keys = np.asarray(self._vectors.keys, dtype=np.int64) if len(self._vectors) else np.zeros(0, np.int64)
         stale = np.setdiff1d(keys, ids, assume_unique=True)
+        if self._centred and keys.size:  # vectors whose [m . y, |y|] were not saved: added again
+            known = keys[keys < self._stats.shape[1]]
+            unknown = np.concatenate([keys[keys >= self._stats.shape[1]], known[np.isnan(self._stats[1, known])]])
+            stale = np.union1d(stale, unknown)
+            keys = np.setdiff1d(keys, unknown, assume_unique=True)
+        if stale.size and stale.size * 4 >= len(self._vectors):
+            # usearch only marks removed nodes: a graph of many tombstones searches badly
+            # (re-adding all 1M vectors of a file over them found 88% of near-copies), so start afresh
+            self._vectors = self._new_vectors()
+            keys, stale = np.zeros(0, np.int64), np.zeros(0, np.int64)
         if stale.size:
             self._vectors.remove(stale.astype(np.uint64))
         missing = np.setdiff1d(ids, keys, assume_unique=True)
@@ -390,14 +552,23 @@ class LocalIndex:
                 matrix[j], keys[j] = _signature_of_blob(blob), rid
                 j += 1
                 if j == _VECTOR_BATCH:
-                    self._vectors.add(keys, matrix)  # usearch copies the vectors in
+                    self._add_vectors(keys, matrix)
                     added, j = added + j, 0
             if j:
-                self._vectors.add(keys[:j], matrix[:j])
+                self._add_vectors(keys[:j], matrix[:j])
                 added += j
             log.info("added %d signatures to the vector index in %.1f s", added, time.perf_counter() - t)
         if stale.size or missing.size:
             self._unsaved += int(stale.size + missing.size)
+
+    def _add_vectors(self, keys: np.ndarray, sigs: np.ndarray) -> None:
+        """Add signatures (float32 rows) under ``keys``: as they are, or centred with their stats."""
+        if not self._centred:
+            self._vectors.add(keys, sigs)  # usearch copies the vectors in
+            return
+        y, stats = self._centre_rows(sigs)
+        self._vectors.add(keys, y)
+        self._set_stats(keys.astype(np.int64), stats, self._fine_codes(keys, y))
 
     def _select(self, sql: str, ids: list[int]) -> Iterator[tuple]:
         for i in range(0, len(ids), _SQL_VARS):
@@ -409,18 +580,27 @@ class LocalIndex:
         if self._vectors is None:
             return
         count, max_id = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM records").fetchone()
-        file = self.path / VECTORS_NAME
+        if self._centred:  # before the vectors: a newer stats file is harmless, an older one is not
+            arrays = {"stats": self._stats[:, :max_id + 1], "fine": self._fine[:max_id + 1]}
+            self._write_atomically(self.path / STATS_NAME, lambda tmp: _save_npz(tmp, arrays))
+        self._write_atomically(self.path / VECTORS_NAME, lambda tmp: self._vectors.save(str(tmp)))
+        with self._db:
+            self._set_meta(vectors_count=count, vectors_max_id=max_id)
+            if self._centred:
+                self._set_meta(vectors_centre=self._centre_id)
+        self._unsaved = 0
+
+    @staticmethod
+    def _write_atomically(file: Path, write) -> None:
+        """``write(tmp)`` a temporary file, fsync it and rename it to ``file``."""
         tmp = file.with_name(file.name + ".tmp")
-        self._vectors.save(str(tmp))
+        write(tmp)
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, file)
-        with self._db:
-            self._set_meta(vectors_count=count, vectors_max_id=max_id)
-        self._unsaved = 0
 
     # -- DedupIndex -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -456,10 +636,18 @@ class LocalIndex:
             record.id = cur.lastrowid
             if first:
                 self.ref_id, self.dim = record.ref_id, sig.size
+                self._centre = np.zeros(self.dim)
+                self._reset_stats(0)  # the fine codes' width depends on the dimension
                 self._vectors = self._new_vectors()
             self.tables.add(int(record.simhash) & MASK64, record.id)
-            self._vectors.add(record.id, sig)
+            self._add_vectors(np.array([record.id], dtype=np.uint64), sig.reshape(1, -1))
             self._unsaved += 1
+            if self._centred and self._centre_id == "none" and len(self._vectors) >= CENTRE_SAMPLE:
+                self._make_centre()  # once in an index's life: re-add the vectors centred
+                self._vectors = self._new_vectors()
+                self._reset_stats(record.id + 1)
+                self._reconcile_vectors()
+                self._save_vectors()
             if self.autosave and self._unsaved >= max(self.autosave, len(self._vectors) // 10):
                 self._save_vectors()
             return record.id
@@ -483,9 +671,10 @@ class LocalIndex:
     def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
         """Up to ``n`` ``(id, cosine)``, best first, cosine >= ``floor``.
 
-        With ``f16``/``f32`` vectors the similarities are the vector index's (error ~1e-4).
-        With ``i8`` vectors, the index proposes ``OVERSAMPLE`` x ``n`` candidates, ranked
-        (ties by id) and returned with their exact cosines, from the float32 signatures in SQLite.
+        With ``f16``/``f32`` vectors the similarities are the vector index's (error ~3e-5).
+        With ``i8`` vectors (centred), the index proposes ``OVERSAMPLE`` x ``n`` candidates
+        by the cosine of the centred signatures; their cosines are recovered (error ~1e-4,
+        see "Memory") and the best ``n`` returned (ties by id).  No SQLite reads.
         """
         q = np.asarray(signature, dtype=np.float32).reshape(-1)
         with self._mutex:
@@ -496,24 +685,28 @@ class LocalIndex:
             size = len(self._vectors)
             if size == 0 or not np.any(q):
                 return []
-            rerank = self.vector_dtype in RERANKED
-            matches = self._vectors.search(q, min((OVERSAMPLE if rerank else 1) * int(n), size),
-                                           exact=size < self.exact_below)
-            keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
-            if rerank:  # the signature is the blob's first array: read only its bytes
-                sql = f"SELECT id, substr(data, {_HEADER.size + 1}, {4 * q.size}) FROM records WHERE id IN ({{}})"
-                found = list(self._select(sql, keys.tolist())) if keys.size else []
-        if not rerank:
-            sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
-            return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
-        if not found:
-            return []
-        ids = np.array([r[0] for r in found], dtype=np.int64)
-        sigs = np.frombuffer(b"".join(r[1] for r in found), dtype=_LE_F32).reshape(len(found), q.size)
-        sigs = sigs.astype(np.float64)
-        q64 = q.astype(np.float64)
-        norms = np.linalg.norm(sigs, axis=1) * np.linalg.norm(q64)
-        sims = np.divide(sigs @ q64, norms, out=np.zeros(len(found)), where=norms > 0)
+            if not self._centred:
+                matches = self._vectors.search(q, min(int(n), size), exact=size < self.exact_below)
+                keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+                sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
+                return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
+            # q.x for unit q, x and x = m + y: |z| |y| cos(z, y) + m . z + m . y + |m|^2, z = q - m
+            m = self._centre
+            z = q.astype(np.float64) / np.linalg.norm(q.astype(np.float64)) - m
+            z_norm = float(np.linalg.norm(z))
+            exact = size < self.exact_below
+            matches = self._vectors.search((z if z_norm > 1e-9 else z + m).astype(np.float32),
+                                           min(OVERSAMPLE * (2 if exact else 1) * int(n), size), exact=exact)
+            ids = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+            if not ids.size:
+                return []
+            # cos(z, y) again: the float query (the index quantised it too) and the stored
+            # vectors with their fine codes (10 bits a dimension: error ~1e-4 against ~3e-3 raw)
+            stored = self._fine_vectors(ids)
+            norms = np.linalg.norm(stored, axis=1) * max(z_norm, 1e-12)
+            cos_zy = np.divide(stored @ z, norms, out=np.zeros(ids.size), where=norms > 0)
+            m_y, y_norm = self._stats[:, ids].astype(np.float64)
+        sims = np.clip(z_norm * y_norm * cos_zy + float(m @ z) + m_y + float(m @ m), -1.0, 1.0)
         order = np.lexsort((ids, -sims))[: int(n)]
         return [(int(ids[i]), float(sims[i])) for i in order.tolist() if sims[i] >= floor]
 
@@ -662,6 +855,13 @@ class LocalIndex:
                 for rid, blob in self._select("SELECT id, data FROM records WHERE id IN ({})", sample_ids):
                     stored = self._vectors.get(rid)
                     want = _signature_of_blob(blob).astype(np.float64)
+                    if self._centred:  # what the index holds: the centred unit signature
+                        want, stats = self._centre_rows(want)
+                        want = want.reshape(-1).astype(np.float64)
+                        have = self._stats[:, rid] if rid < self._stats.shape[1] else np.full(2, np.nan)
+                        if not np.allclose(have, stats[:, 0], rtol=1e-4, atol=1e-6):
+                            bad_vec.append(rid)
+                            continue
                     got = np.asarray(stored, dtype=np.float64).reshape(-1) if stored is not None else None
                     if got is None or got.size != want.size:
                         bad_vec.append(rid)

@@ -361,7 +361,7 @@ def test_open_index_uri_and_files(tmp_path):
         cols = [r[1] for r in db.execute("PRAGMA table_info(records)")]
     finally:
         db.close()
-    assert meta["schema_version"] == "1" and meta["k"] == "3" and meta["blocks"] == "6"
+    assert meta["schema_version"] == "1" and meta["k"] == "3" and meta["blocks"] == "5"
     assert meta["ref_id"] == REF and meta["dim"] == str(DIM)
     assert meta["vectors_count"] == "1" and meta["vectors_max_id"] == "1"
     assert cols == ["id", "url", "content_hash", "title_key", "simhash", "status", "duplicate_of",
@@ -454,7 +454,8 @@ def test_stale_vector_file_is_reconciled(tmp_path):
 def test_other_k_blocks_on_reopen(tmp_path):
     rng = np.random.default_rng(12)
     base = 0x0123_4567_89AB_CDEF
-    with LocalIndex(tmp_path / "ix") as ix:  # k=3, blocks=6
+    with LocalIndex(tmp_path / "ix") as ix:  # k=3, blocks=5 (a new index's default)
+        assert (ix.k, ix.blocks) == (3, 5)
         a = ix.add(make_record(rng, 0, simhash=flip(base, [1, 9, 17, 40])))  # distance 4
         b = ix.add(make_record(rng, 1, simhash=flip(base, [2, 50])))
         assert ix.near_simhash(base) == [(b, 2)]
@@ -623,3 +624,40 @@ def test_copy_of_index_directory_opens(tmp_path):
     shutil.copytree(tmp_path / "ix", tmp_path / "copy")
     with LocalIndex(tmp_path / "copy") as ix:
         assert snapshot(ix, records) == want
+
+
+def test_i8_vectors_are_centred(tmp_path, monkeypatch):
+    """i8 vectors hold the centred unit signatures once CENTRE_SAMPLE records exist; nearest()
+    still ranks by (and returns) the raw cosine, within the quantisation error, from memory."""
+    import index.local as local
+
+    monkeypatch.setattr(local, "CENTRE_SAMPLE", 60)
+    rng = np.random.default_rng(21)
+    profile = rng.gamma(2.0, 1.0, DIM)  # signatures alike, as MRC signatures are (cosines ~0.95)
+    sigs = (profile * np.exp(0.2 * rng.standard_normal((200, DIM)))).astype(np.float32)
+    path = tmp_path / "ix"
+    with LocalIndex(path, vector_dtype="i8", exact_below=50) as ix:
+        ids = [ix.add(make_record(rng, i, signature=sigs[i])) for i in range(40)]
+        assert ix._centre_id == "none"  # too few records for a centre: raw unit signatures
+        ids += [ix.add(make_record(rng, i, signature=sigs[i])) for i in range(40, 200)]
+        assert ix._centre_id != "none" and ix.check(None)["ok"]
+        unit = sigs / np.linalg.norm(sigs, axis=1, keepdims=True)
+        for j in (0, 7, 150):
+            q = sigs[j] * np.exp(0.03 * rng.standard_normal(DIM)).astype(np.float32)
+            got = ix.nearest(q, REF, 5, 0.0)
+            exact = unit @ (q / np.linalg.norm(q))
+            assert got[0][0] == ids[j]
+            assert all(abs(s - exact[ids.index(i)]) < 3e-4 for i, s in got)  # raw i8: ~3e-3
+        centre = ix._centre.copy()
+    meta = dict(sqlite3.connect(path / "dedup.sqlite").execute("SELECT key, value FROM meta"))
+    assert len(meta["vectors_centre"]) == 16 and len(meta["vector_centre"]) == 16 * DIM
+    mtime = (path / VECTORS_NAME).stat().st_mtime_ns
+    with LocalIndex(path, vector_dtype="i8", exact_below=50) as ix:  # current file: loaded as is
+        assert np.array_equal(ix._centre, centre) and ix.check(None)["ok"]
+        assert ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
+    assert (path / VECTORS_NAME).stat().st_mtime_ns == mtime
+    (path / "signatures.stats.npz").unlink()  # lost statistics: the vectors are added again
+    with LocalIndex(path, vector_dtype="i8", exact_below=50) as ix:
+        assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
+    with LocalIndex(path) as ix:  # f16: rebuilt raw, the centre kept for later
+        assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
