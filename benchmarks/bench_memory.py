@@ -37,6 +37,9 @@ FIGURES = [
     ("t5.disk_bytes", "disk per document", "B/doc"),
 ]
 
+#: the same figures for the ``--vector-dtype i8`` configuration (run.py's ``memory_i8``)
+I8_FIGURES = [(fid.replace("t5.", "t5i8.", 1), f"{name}, i8 option", unit) for fid, name, unit in FIGURES]
+
 
 def default_cache(seed: int) -> Path:
     return common.ROOT / "out" / "bench-cache" / f"synthetic-seed{seed}"
@@ -128,7 +131,7 @@ def main(argv=None) -> int:
                note="the record a query was perturbed from (cosine ~0.9987), 100 queries")
     res.figure("t5.recall20", "nearest(): recall@20 vs exact search", r["recall20"], "share",
                note="against exact float32 cosines, 100 near-copy queries; "
-                    + ("HNSW, expansion_search 128" if r["hnsw"] else "below exact_below: exact scan") +
+                    + ("HNSW" if r["hnsw"] else "below exact_below: exact scan") +
                     f"; vectors {r.get('vector_dtype')}, connectivity {r.get('connectivity')}")
     res.figure("t5.disk_bytes", "disk per document", r["disk_bytes"] / docs, "B/doc",
                note="SQLite (records, 4 indexes) + vector file")
@@ -140,6 +143,8 @@ def main(argv=None) -> int:
                   [[n, info["insert_s"], info["rebuild_s"]]],
                   note="rebuild: LocalIndex making the vector file from SQLite (missing, stale or other options)")
     res.set("probe", r)
+    if args.vector_dtype == "i8":
+        res.rename("t5.", "t5i8.", ", i8 option")
     res.finish(args.json)
     return 0
 

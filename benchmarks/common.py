@@ -235,6 +235,14 @@ class Results:
         self.data["figures"].append(fig)
         return fig
 
+    def rename(self, prefix: str, new_prefix: str, suffix: str) -> None:
+        """Figures ``prefix*`` become ``new_prefix*`` with ``suffix`` on their names (one script
+        run in another configuration, reported beside the first: ids stay unique)."""
+        for fig in self.data["figures"]:
+            if fig["id"].startswith(prefix):
+                fig["id"] = new_prefix + fig["id"][len(prefix):]
+                fig["name"] += suffix
+
     def skip_all(self, ids: Iterable[tuple[str, str, str]], reason: str) -> None:
         """Record figures ``(id, name, unit)`` as skipped for ``reason``."""
         for fid, name, unit in ids:
