@@ -43,8 +43,10 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_ENABLED", True,
             "Switch the dedup pipelines on. False makes both raise `NotConfigured`."),
-    Setting("DEDUP_BLOCKS", 6,
-            "Blocks of the simhash permutation tables; an integer greater than `DEDUP_MAX_DISTANCE`, at most 64."),
+    Setting("DEDUP_BLOCKS", 5,
+            "Blocks of the simhash permutation tables, C(blocks, DEDUP_MAX_DISTANCE) tables (10 by default); an "
+            "integer greater than `DEDUP_MAX_DISTANCE`, at most 64. An existing Elasticsearch dedup index keeps "
+            "the value it was made with (another is refused); the embedded index rebuilds its tables."),
     Setting("DEDUP_DEBUG", False,
             "Log every dedup drop at INFO. By default only the first drop of a run is logged at INFO, "
             "the rest at DEBUG."),

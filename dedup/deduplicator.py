@@ -51,7 +51,7 @@ class DedupConfig:
     """Thresholds and knobs; defaults measured on goldset-dev (README, "Accuracy").
 
     t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.4).
-    max_distance / blocks: simhash tables' k and block count (3, 6).
+    max_distance / blocks: simhash tables' k and block count (3, 5: C(5, 3) = 10 tables).
     knn: nearest signatures fetched (20); knn_floor: their minimum MRC cosine (0.0).
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
     min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
@@ -62,7 +62,7 @@ class DedupConfig:
     t1: float = 0.8
     t2: float = 0.4
     max_distance: int = 3
-    blocks: int = 6
+    blocks: int = 5
     knn: int = 20
     knn_floor: float = 0.0
     reducer_jaccard: float = 0.1

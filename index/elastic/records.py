@@ -132,7 +132,7 @@ class _Pending:
 class ElasticIndex:
     """A :class:`~dedup.store.DedupIndex` in the Elasticsearch index ``name`` (see the module docstring).
 
-    ``k``/``blocks``: the simhash tables' parameters; ``None`` takes the index's own (3 and 6 for
+    ``k``/``blocks``: the simhash tables' parameters; ``None`` takes the index's own (3 and 5 for
     a new index), and a different value for an existing index is refused (its keys were made
     with the other).  ``refresh_every``: records this process buffers for its own searches before
     it refreshes the index (200).  ``shards``/``replicas`` apply when the index is created.
@@ -156,8 +156,8 @@ class ElasticIndex:
     def _open(self, k: int | None, blocks: int | None, shards: int, replicas: int | None) -> dict[str, Any]:
         c = self.es.client
         if not self.es.call("check the index", c.indices.exists, index=self.name):
-            PermutationTables(k=3 if k is None else k, blocks=6 if blocks is None else blocks)  # validates
-            meta = {"schema": SCHEMA_VERSION, "k": 3 if k is None else k, "blocks": 6 if blocks is None else blocks}
+            PermutationTables(k=3 if k is None else k, blocks=5 if blocks is None else blocks)  # validates
+            meta = {"schema": SCHEMA_VERSION, "k": 3 if k is None else k, "blocks": 5 if blocks is None else blocks}
             settings: dict[str, Any] = {"number_of_shards": shards}
             if replicas is not None:
                 settings["number_of_replicas"] = replicas
