@@ -12,6 +12,13 @@ logger = logging.getLogger(__name__)
 _WS = re.compile(r"[ \t\r\f\v]+")
 
 
+def _fold(line: str) -> str:
+    """Runs of blanks (space, tab, CR, FF, VT) to one space, ends stripped; most lines have none."""
+    if "  " in line or "\t" in line or "\r" in line or "\f" in line or "\v" in line:
+        line = _WS.sub(" ", line)
+    return line.strip()
+
+
 def main_text(tree: lxml.html.HtmlElement, html: str) -> tuple[str, str]:
     """Return ``(text, method)``: the page's main text with boilerplate removed."""
     from trafilatura import extract
@@ -21,5 +28,5 @@ def main_text(tree: lxml.html.HtmlElement, html: str) -> tuple[str, str]:
     except Exception:  # trafilatura raises a zoo of lxml/Value errors on hostile markup
         logger.debug("trafilatura failed", exc_info=True)
         text = ""
-    text = "\n".join(_WS.sub(" ", line).strip() for line in text.splitlines() if line.strip())
+    text = "\n".join(_fold(line) for line in text.splitlines() if line.strip())
     return text, "trafilatura" if text else "none"

@@ -117,7 +117,7 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
     own_terms = type(normalizer).terms is not Normalizer.terms
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
-        if not w:
+        if not w or not any(texts):
             continue
         if name == "body" and body_terms is not None:
             counts = Counter(body_terms)
