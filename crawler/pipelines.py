@@ -42,20 +42,17 @@ __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_page"]
 logger = logging.getLogger(__name__)
 
 
+def _es_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes ``names`` of :mod:`index.elastic`; none without that backend."""
+    try:
+        import index.elastic as elastic
+    except ImportError:  # pragma: no cover
+        return ()
+    return tuple(getattr(elastic, name) for name in names)
+
+
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from index.elastic import IndexUnavailable
-    except ImportError:  # pragma: no cover
-        return ()
-    return (IndexUnavailable,)
-
-
-def _bulk_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from index.elastic import BulkIndexError
-    except ImportError:  # pragma: no cover
-        return ()
-    return (BulkIndexError,)
+    return _es_errors("IndexUnavailable")
 
 
 def backend_options(uri: str, es_options: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +96,21 @@ def item_page(adapter: ItemAdapter, html_field: str = "html", **limits: Any) -> 
     return text_page(url, adapter.get("title"), adapter.get("text"))
 
 
-class DedupPipeline:
+class _PipelineBase:
+    """Stats and log context of the pipelines' crawler."""
+
+    crawler: Crawler | None
+
+    def _inc(self, key: str, n: int = 1) -> None:
+        if self.crawler is not None and self.crawler.stats is not None and n:
+            self.crawler.stats.inc_value(key, n)
+
+    @property
+    def _extra(self) -> dict[str, Any]:
+        return {"spider": self.crawler.spider if self.crawler is not None else None}
+
+
+class DedupPipeline(_PipelineBase):
     """Near-duplicate check of every item; drops those whose status is in ``DEDUP_DROP``."""
 
     def __init__(self, *, index_uri: str, config: DedupConfig, dropped_log: str | Path,
@@ -109,7 +120,7 @@ class DedupPipeline:
         self.config = config
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or Path(dropped_log).with_name("spool.jsonl"))
-        self.unavailable: str | None = None
+        self.unavailable: BaseException | None = None  # the first outage; later items are spooled at once
         self.dropped_log_path = Path(dropped_log)
         self.html_field = html_field
         self.debug = debug
@@ -170,8 +181,8 @@ class DedupPipeline:
         try:
             page = item_page(adapter, self.html_field, max_bytes=self.config.max_page_bytes,
                              max_text_chars=self.config.max_text_chars)
-            if self.unavailable:
-                raise self.unavailable_error
+            if self.unavailable is not None:
+                raise self.unavailable
             verdict = self.deduplicator.process(page, fetched_at=epoch_seconds(adapter.get("fetched_at")))
         except _unavailable_errors() as exc:
             return self._spool(adapter, page, exc)
@@ -197,9 +208,8 @@ class DedupPipeline:
 
     def _spool(self, adapter: ItemAdapter, page: Page | None, exc: BaseException) -> Any:
         """Keep an undecided item in the spool, stop the crawl, and drop the item for now."""
-        if not self.unavailable:
-            self.unavailable = str(exc)
-            self.unavailable_error = exc
+        if self.unavailable is None:
+            self.unavailable = exc
             logger.error("Dedup index %s is unavailable: %s. Stopping the crawl; undecided items go to %s",
                          self.index_uri, exc, self.spool.path, extra=self._extra)
             stop_crawl(self.crawler, "dedup_index_unavailable")
@@ -230,16 +240,8 @@ class DedupPipeline:
                 logger.warning("%s has no 'dedup' field; verdicts are not recorded on items",
                                type(adapter.item).__name__, extra=self._extra)
 
-    def _inc(self, key: str) -> None:
-        if self.crawler is not None and self.crawler.stats is not None:
-            self.crawler.stats.inc_value(key)
 
-    @property
-    def _extra(self) -> dict[str, Any]:
-        return {"spider": self.crawler.spider if self.crawler is not None else None}
-
-
-class IndexPipeline:
+class IndexPipeline(_PipelineBase):
     """Writes the items that survive dedup to the search index at ``DEDUP_INDEX``."""
 
     FIELDS = ("url", "title", "text", "fetched_at", "dedup")
@@ -291,21 +293,13 @@ class IndexPipeline:
         if not isinstance(exc, BulkIndexError):
             stop_crawl(self.crawler, "dedup_index_unavailable")
 
-    def _inc(self, key: str, n: int = 1) -> None:
-        if self.crawler is not None and self.crawler.stats is not None and n:
-            self.crawler.stats.inc_value(key, n)
-
-    @property
-    def _extra(self) -> dict[str, Any]:
-        return {"spider": self.crawler.spider if self.crawler is not None else None}
-
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
         doc = {name: adapter.get(name) for name in self.FIELDS}
         doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
         try:
             self.search.add(doc)
-        except (_unavailable_errors() + _bulk_errors()) as exc:  # spooled, replayed by the next crawl
+        except _es_errors("IndexUnavailable", "BulkIndexError") as exc:  # spooled, replayed by the next crawl
             self._failed(exc)
             return item
         except Exception:  # the item is still exported; the index misses it, which the stats show

@@ -44,6 +44,7 @@ class Spool:
         self.path = Path(path)
         self.replaying = self.path.with_name(self.path.name + ".replaying")
         self.added = 0
+        self._keep = False  # an unreadable line was left in the replaying file
 
     def add(self, stage: str, item: dict[str, Any], error: str, page: Page | None = None) -> None:
         entry = {"stage": stage, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
@@ -79,7 +80,7 @@ class Spool:
 
     def done(self) -> None:
         """The replay finished: forget the replayed entries (kept if a line was unreadable)."""
-        if self.replaying.exists() and not getattr(self, "_keep", False):
+        if self.replaying.exists() and not self._keep:
             self.replaying.unlink()
 
 

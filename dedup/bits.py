@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MASK64", "hamming", "to_uint64"]
+__all__ = ["MASK64", "hamming", "to_uint64", "sorted_common"]
 
 MASK64 = (1 << 64) - 1
 
@@ -28,3 +28,14 @@ def hamming(a, b) -> np.ndarray:
     b = b if isinstance(b, np.ndarray) and b.dtype == np.uint64 else to_uint64(b)
     return np.bitwise_count(np.bitwise_xor(a, b)).astype(np.int64)
 
+
+
+def sorted_common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in ``a`` and in ``b`` of their common values, ascending (both sorted and distinct):
+    a binary search of ``a``'s values in ``b``, cheaper than ``np.intersect1d`` for a few hundred."""
+    if a.size == 0 or b.size == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    pos = b.searchsorted(a)
+    pos[pos == b.size] = 0  # past the end: compared with b[0], which is then smaller (never equal)
+    ia = np.flatnonzero(b[pos] == a)
+    return ia, pos[ia]

@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .bits import hamming
+from .bits import hamming, sorted_common
 from .features import Features, Featurizer
 from .mrc import signature_cosine
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
@@ -131,9 +131,7 @@ def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min
     sa, sb = a[: a.searchsorted(cut, "right")], b[: b.searchsorted(cut, "right")]
     if sa.size == 0 or sb.size == 0:
         return 0.0, 0.0
-    pos = sb.searchsorted(sa)
-    pos[pos == sb.size] = 0
-    inter = int(np.count_nonzero(sb[pos] == sa))
+    inter = sorted_common(sa, sb)[0].size
     resemblance = inter / (sa.size + sb.size - inter)
     if min(a_total, b_total) < min_size:
         return resemblance, resemblance

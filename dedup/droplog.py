@@ -333,26 +333,22 @@ class Filter:
             return False
         if self.hosts and not _host_matches(entry.url, self.hosts):
             return False
-        if self.min_score is not None or self.max_score is not None:
-            score = entry.score
-            if score is None:
-                return False
-            if self.min_score is not None and score < self.min_score:
-                return False
-            if self.max_score is not None and score > self.max_score:
-                return False
-        if self.since is not None or self.until is not None:
-            when = entry.when
-            if when is None:
-                return False
-            if self.since is not None and when < self.since:
-                return False
-            if self.until is not None and when > self.until:
-                return False
+        if (self.min_score is not None or self.max_score is not None) and not _within(
+                entry.score, self.min_score, self.max_score):
+            return False
+        if (self.since is not None or self.until is not None) and not _within(entry.when, self.since, self.until):
+            return False
         return True
 
     def apply(self, entries: Iterable[Entry]) -> list[Entry]:
         return [e for e in entries if self(e)]
+
+
+def _within(value: Any, lo: Any, hi: Any) -> bool:
+    """``value`` is known and not below ``lo`` nor above ``hi`` (None: no bound)."""
+    if value is None:
+        return False
+    return not ((lo is not None and value < lo) or (hi is not None and value > hi))
 
 
 def _host_matches(url: str, hosts: Sequence[str]) -> bool:

@@ -86,14 +86,10 @@ class Featurizer:
     def terms(self, page: Page) -> PageTerms:
         """Normalised terms (stop words removed, words mapped, stemmed) and the TDW vector."""
         norm = self.normalizer
-        if type(norm).terms is Normalizer.terms:
-            # norm.terms() of every sentence, with each distinct token normalised once per
-            # page and the rest mapped by C-level dict lookups
-            tokens = [tokenize(s) for s in page.sentences]
-            mapped = norm.term_map(list(dict.fromkeys(chain.from_iterable(tokens))))
-            sentence_terms = [list(filter(None, map(mapped.__getitem__, ts))) for ts in tokens]
-        else:  # a Normalizer subclass with its own terms()
-            sentence_terms = [norm.terms(s) for s in page.sentences]
+        # norm.terms() of every sentence, with each distinct token normalised once per page
+        tokens = [tokenize(s) for s in page.sentences]
+        mapped = norm.term_map(list(dict.fromkeys(chain.from_iterable(tokens))))
+        sentence_terms = [list(filter(None, map(mapped.__getitem__, ts))) for ts in tokens]
         body = list(chain.from_iterable(sentence_terms))
         return PageTerms(sentence_terms, term_weights(page, norm, self.weights, body_terms=body))
 

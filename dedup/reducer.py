@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .bits import sorted_common
 from .tdw import TermVector, cosine
 
 __all__ = ["ComparisonReducer"]
@@ -51,15 +52,11 @@ class ComparisonReducer:
         if r.size == 0 or s.size == 0:
             return False
         pr, ps = r[: self.prefix_length(r.size)], s[: self.prefix_length(s.size)]
-        # both prefixes are sorted, so the first shared term has the smallest positions:
-        # binary-search pr's terms in ps and take the first hit
-        pos = ps.searchsorted(pr)
-        np.minimum(pos, ps.size - 1, out=pos)  # past the end: compare with the last term (never equal)
-        equal = ps[pos] == pr
-        first = int(equal.argmax())
-        if not equal[first]:
+        # both prefixes are sorted, so the first shared term has the smallest positions
+        ia, ib = sorted_common(pr, ps)
+        if ia.size == 0:
             return False
-        p, q = first + 1, int(pos[first]) + 1
+        p, q = int(ia[0]) + 1, int(ib[0]) + 1
         needed = self.jaccard / (1.0 + self.jaccard) * (r.size + s.size)
         return 1 + min(r.size - p, s.size - q) >= needed
 

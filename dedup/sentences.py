@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -122,6 +122,33 @@ def _expand_ranges(sorted_ids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray,
 def _sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniq, inverse = np.unique(keys, return_inverse=True)
     return uniq, np.bincount(inverse, weights=counts, minlength=uniq.size).astype(np.int64)
+
+
+def _count_units(units: Iterable[Sequence[str]], words: list[str], index: dict[str, int],
+                 grams: dict[str, int], seen: set[tuple[str, ...]]) -> tuple[dict[int, int], list[np.ndarray]]:
+    """Count the distinct ``units`` not in ``seen`` (which gains them): new words are appended to
+    ``words``/``index`` and each unit's 4-grams added to ``grams``; returns the units per word id
+    and the chunks of the units' word-pair keys."""
+    df: dict[int, int] = {}
+    chunks: list[np.ndarray] = []
+    for unit in units:
+        key = tuple(unit)
+        if not unit or key in seen:
+            continue
+        seen.add(key)
+        ids = []
+        for w in dict.fromkeys(unit):
+            i = index.get(w)
+            if i is None:
+                i = index[w] = len(words)
+                words.append(w)
+            ids.append(i)
+            df[i] = df.get(i, 0) + 1
+        if len(ids) > 1:
+            chunks.append(_pair_keys(np.array(sorted(ids), dtype=np.int64)))
+        for g in set(char_grams(unit)):
+            grams[g] = grams.get(g, 0) + 1
+    return df, chunks
 
 
 @dataclass
@@ -257,31 +284,18 @@ class SentenceTables:
         """
         words = list(self.words)
         index = dict(self.index)
-        df_new: dict[int, int] = {}
         grams = dict(self.grams)
-        key_chunks: list[np.ndarray] = []
         seen: set[tuple[str, ...]] = set()
         n_texts = 0
-        for text in texts:
-            n_texts += 1
-            for sentence in split_sentences(text or ""):
-                terms = refine(sentence)
-                key = tuple(terms)
-                if not terms or key in seen:
-                    continue
-                seen.add(key)
-                ids = []
-                for w in dict.fromkeys(terms):
-                    i = index.get(w)
-                    if i is None:
-                        i = index[w] = len(words)
-                        words.append(w)
-                    ids.append(i)
-                    df_new[i] = df_new.get(i, 0) + 1
-                if len(ids) > 1:
-                    key_chunks.append(_pair_keys(np.array(sorted(ids), dtype=np.int64)))
-                for g in set(char_grams(terms)):
-                    grams[g] = grams.get(g, 0) + 1
+
+        def units() -> Iterator[list[str]]:
+            nonlocal n_texts
+            for text in texts:
+                n_texts += 1
+                for sentence in split_sentences(text or ""):
+                    yield refine(sentence)
+
+        df_new, key_chunks = _count_units(units(), words, index, grams, seen)
         df = np.zeros(len(words), dtype=np.int64)
         df[: self.df.size] = self.df
         for i, n in df_new.items():
@@ -337,30 +351,12 @@ class SentenceTables:
         with ``c < prune_c``, and 4-grams seen in fewer than ``prune_grams`` units, are left out.
         """
         words: list[str] = []
-        index: dict[str, int] = {}
-        df: list[int] = []
         grams: dict[str, int] = {}
-        chunks: list[np.ndarray] = []
         seen: set[tuple[str, ...]] = set()
-        for unit in units:
-            key = tuple(unit)
-            if not unit or key in seen:
-                continue
-            seen.add(key)
-            ids = []
-            for w in dict.fromkeys(unit):
-                i = index.get(w)
-                if i is None:
-                    i = index[w] = len(words)
-                    words.append(w)
-                    df.append(0)
-                df[i] += 1
-                ids.append(i)
-            if len(ids) > 1:
-                chunks.append(_pair_keys(np.array(sorted(ids), dtype=np.int64)))
-            for g in set(char_grams(unit)):
-                grams[g] = grams.get(g, 0) + 1
-        dfa = np.array(df, dtype=np.int64)
+        df, chunks = _count_units(units, words, {}, grams, seen)
+        dfa = np.zeros(len(words), dtype=np.int64)
+        for i, n in df.items():
+            dfa[i] = n
         keys = np.zeros(0, dtype=np.int64)
         counts = np.zeros(0, dtype=np.int64)
         if chunks:

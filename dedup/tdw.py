@@ -20,6 +20,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .bits import sorted_common
 from .page import Page
 from .simhash import hash_terms
 from .text import Normalizer, tokenize
@@ -113,16 +114,12 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
     """
     total: dict[str, float] = {}  # a plain dict: Counter's __missing__ is a Python call per new term
     get = total.get
-    # a Normalizer subclass with its own terms() is called as it is
-    own_terms = type(normalizer).terms is not Normalizer.terms
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
             continue
         if name == "body" and body_terms is not None:
             counts = Counter(body_terms)
-        elif own_terms:
-            counts = Counter(t for text in texts for t in normalizer.terms(text))
         else:
             # the same counts as Counter(normalizer.terms(text) for every text), cheaper: the
             # field's texts are tokenised in one call (no token spans a newline) and each
@@ -141,16 +138,8 @@ def cosine(a: TermVector, b: TermVector) -> float:
     """Cosine of two TDW vectors."""
     if not len(a) or not len(b):
         return 0.0
-    # shared terms by binary search of a's sorted hashes in b's (ascending, as intersect1d's)
-    ia, ib = _common(a.hashes, b.hashes)
+    ia, ib = sorted_common(a.hashes, b.hashes)
     dot = float(np.dot(a.weights[ia].astype(np.float64), b.weights[ib]))
     na, nb = a.norm, b.norm
     return dot / (na * nb) if na and nb else 0.0
 
-
-def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in ``a`` and in ``b`` of their common values, ascending (both sorted, unique)."""
-    pos = np.searchsorted(b, a)
-    pos[pos == b.size] = 0
-    ia = np.flatnonzero(b[pos] == a)
-    return ia, pos[ia]

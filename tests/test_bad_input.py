@@ -72,19 +72,18 @@ def test_limits_cut_before_parsing_and_are_recorded(dedup):
     assert time.perf_counter() - start < 20
 
 
-def test_limits_are_configurable_and_do_not_split_utf8(tmp_path):
-    if True:
-        d = Deduplicator(MemoryIndex(), DedupConfig(max_page_bytes=1001, max_text_chars=1000))
-        body = ("<html><body><article><p>" + "é mot " * 2000 + "</p></article></body></html>").encode()
-        page, verdict = d.process_html(body, "http://bad.example/utf8")
-        assert page.encoding == "utf-8" and page.truncated["bytes"][1] in (1000, 1001)
-        assert "\ufffd" not in page.text
-        # an item that arrives with text only is cut by Deduplicator.process as well
-        from dedup.page import Page
-        from dedup.text import split_sentences
-        text = "word " * 1000
-        v = d.process(Page(url="http://bad.example/item", text=text, sentences=split_sentences(text)))
-        assert v.scores["truncated"]["chars"][0] == len(text) and v.scores["truncated"]["chars"][1] <= 1000
+def test_limits_are_configurable_and_do_not_split_utf8():
+    d = Deduplicator(MemoryIndex(), DedupConfig(max_page_bytes=1001, max_text_chars=1000))
+    body = ("<html><body><article><p>" + "é mot " * 2000 + "</p></article></body></html>").encode()
+    page, verdict = d.process_html(body, "http://bad.example/utf8")
+    assert page.encoding == "utf-8" and page.truncated["bytes"][1] in (1000, 1001)
+    assert "\ufffd" not in page.text
+    # an item that arrives with text only is cut by Deduplicator.process as well
+    from dedup.page import Page
+    from dedup.text import split_sentences
+    text = "word " * 1000
+    v = d.process(Page(url="http://bad.example/item", text=text, sentences=split_sentences(text)))
+    assert v.scores["truncated"]["chars"][0] == len(text) and v.scores["truncated"]["chars"][1] <= 1000
     with pytest.raises(ValueError, match="max_page_bytes"):
         DedupConfig(max_page_bytes=0)
     unlimited = parse_page(b"<p>" + b"x " * 10 + b"</p>", "http://a/", max_bytes=None, max_text_chars=None)

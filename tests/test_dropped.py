@@ -512,11 +512,8 @@ def test_restore_uses_only_the_protocols(first, monkeypatch, tmp_path):
 
 def test_restore_into_elasticsearch(es_index_uri, tmp_path, capsys):
     """The real Elasticsearch backend (or its test emulator), through the CLI."""
-    pytest.importorskip("elasticsearch")
     import index
 
-    if not hasattr(index, "open_index"):
-        pytest.skip("no index backend")
     log = tmp_path / "dropped.jsonl"
     text = ("The ferry will leave the north quay at seven every morning from Monday. "
             "Passengers with bicycles should board first. The evening crossing is cancelled in winter.")

@@ -169,7 +169,7 @@ def test_lookup_exact_keys(index):
         index.lookup("url", "x")
 
 
-def test_remove(index):
+def test_remove(index, backend):
     rng = np.random.default_rng(2)
     recs = [make_record(rng, i, content_hash=f"h{i}") for i in range(5)]
     ids = [index.add(r) for r in recs]
@@ -183,8 +183,11 @@ def test_remove(index):
     found = index.nearest(victim.signature, REF, 10, 0.01)
     assert ids[2] not in [i for i, _ in found]
     assert {i for i, _ in found} <= set(ids) - {ids[2]}
-    # the content is free again
-    assert index.add(make_record(rng, 9, content_hash="h2")) > 0
+    # the content is free again: the new record holds it and is stored
+    again = index.add(make_record(rng, 9, content_hash="h2"))
+    assert again > 0 and index.lookup("content_hash", "h2") == [again] and len(index) == 5
+    if backend != "es_emulated":  # Elasticsearch derives a record's id from its content claim
+        assert again > max(ids)  # ids are never reused
 
 
 def test_content_claim_is_exclusive(index):

@@ -22,6 +22,11 @@ from dedup.cli import main
 DEDUP = str(Path(sys.executable).with_name("dedup"))
 
 
+def arrival(path: str) -> int:
+    """The corpus document's arrival slot (hours from 2024-01-01): distinct while len(ALL_PATHS) is no multiple of 7."""
+    return (ALL_PATHS.index(path) * 7) % len(ALL_PATHS)
+
+
 @pytest.fixture(scope="module")
 def corpus(site_url, es_url):
     """An index ``corpus-…`` of the sample site's pages: url (keyword), html, title, a date."""
@@ -38,7 +43,7 @@ def corpus(site_url, es_url):
         with urllib.request.urlopen(url, timeout=10) as r:
             html = r.read().decode("utf-8")
         # a fixed, shuffled arrival time: the keep rule "oldest" decides which copy is kept
-        day = (n * 7) % len(ALL_PATHS)
+        day = arrival(path)
         docs.append({"_index": name, "_id": f"doc{n:03d}", "_source": {
             "url": url, "html": html, "title": path, "crawled": f"2024-01-{1 + day // 24:02d}T{day % 24:02d}:00:00Z",
             "site": "wrenfield"}})
@@ -88,9 +93,12 @@ def test_reindex_keeps_one_per_exact_group_and_flags_near_copies(uninterrupted, 
     for group in EXACT:
         members = set(group["paths"])
         assert len(members & set(kept)) == 1, group["name"]
+        oldest = min(members, key=arrival)
+        assert members & set(kept) == {oldest}, group["name"]  # --keep oldest: the first to arrive
         for path in members - set(kept):
             status, dup_of, _ = dropped[path]
             assert status == "exact_duplicate" and manifest_key(dup_of) in members
+            assert manifest_key(dup_of) == oldest, path
     for group in NEAR:
         statuses = Counter(kept[p][0] for p in group["paths"])
         assert statuses["unique"] == 1, group["name"]

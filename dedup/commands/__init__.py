@@ -6,10 +6,25 @@ argparse sub-parsers and sets ``func`` to a function ``(args) -> exit code``;
 """
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from typing import Callable
 
-__all__ = ["progress"]
+__all__ = ["DEFAULT_INDEX", "cut", "index_uri", "progress"]
+
+DEFAULT_INDEX = "local://.dedup"
+
+
+def index_uri(args: argparse.Namespace) -> str:
+    """``--index``, else ``$DEDUP_INDEX``, else :data:`DEFAULT_INDEX`."""
+    return args.index or os.environ.get("DEDUP_INDEX") or DEFAULT_INDEX
+
+
+def cut(text: str | None, n: int) -> str:
+    """``text`` on one line (whitespace collapsed), at most ``n`` characters with an ellipsis."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
 
 
 def progress(label: str) -> Callable[[int, int], None] | None:

@@ -12,7 +12,8 @@ import sys
 import textwrap
 from typing import Any
 
-from . import progress
+from . import cut as _cut
+from . import index_uri, progress
 
 __all__ = ["register"]
 
@@ -20,10 +21,6 @@ MAX_WARNINGS = 20
 
 
 # -- shared helpers --------------------------------------------------------------------------------
-def index_uri(args: argparse.Namespace) -> str:
-    return args.index or os.environ.get("DEDUP_INDEX") or "local://.dedup"
-
-
 def log_path(args: argparse.Namespace) -> str:
     """``--log``, else ``$DEDUP_DROPPED_LOG``, else the crawl's default beside ``--index``."""
     if getattr(args, "log", None):
@@ -83,11 +80,6 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
     for value in values or ():
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return tuple(out)
-
-
-def _cut(text: str | None, n: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
 
 
 def _score(value: float | None) -> str:

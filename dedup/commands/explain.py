@@ -9,9 +9,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register", "resolve_page", "read_log"]
+from . import DEFAULT_INDEX, index_uri
+from . import cut as _cut
 
-DEFAULT_INDEX = "local://.dedup"
+__all__ = ["register", "resolve_page", "read_log"]
 
 
 def _cache_dir() -> Path:
@@ -127,11 +128,6 @@ def _tables(args: argparse.Namespace, sources: _Sources):
     return tables, f"shipped tables + {count} kept pages of {sources.uri} ({units} distinct sentences)"
 
 
-def _cut(text: str, n: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
-
-
 def _side_by_side(left: str, right: str, width: int) -> list[str]:
     col = max((width - 3) // 2, 20)
     a = textwrap.wrap(" ".join(left.split()), col) or [""]
@@ -163,7 +159,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from ..fuzzy import Thresholds
 
     thresholds = Thresholds(args.permission, args.variation)  # a bad value fails before any lookup
-    uri = args.index or os.environ.get("DEDUP_INDEX") or DEFAULT_INDEX
+    uri = index_uri(args)
     log_path, explicit = (Path(args.log), True) if args.log else (None, False)
     if log_path is None and uri.lower().startswith("local://"):
         from index import default_dropped_log  # lazy, as above

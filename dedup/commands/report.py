@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from . import progress
+from . import index_uri, progress
 
 __all__ = ["register"]
 
@@ -13,7 +12,7 @@ __all__ = ["register"]
 def cmd_report(args: argparse.Namespace) -> int:
     from ..report import write_report
 
-    uri = args.index or os.environ.get("DEDUP_INDEX") or "local://.dedup"
+    uri = index_uri(args)
     if args.limit is not None and args.limit < 0:
         raise ValueError(f"--limit must be >= 0 (got {args.limit})")
     result = write_report(args.log, args.output, uri, limit=args.limit or None, title=args.title,

@@ -4,16 +4,17 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import cut, index_uri
+
 __all__ = ["register"]
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    import os
     import shutil
 
     from index import open_search  # lazy: dedup's modules do not import index
 
-    uri = args.index or os.environ.get("DEDUP_INDEX") or "local://.dedup"
+    uri = index_uri(args)
     search = open_search(uri, readonly=True)
     try:
         hits = search.search(args.query, limit=args.limit)
@@ -28,10 +29,6 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"no results for {args.query!r} in {uri}")
         return 0
     width = shutil.get_terminal_size((100, 20)).columns
-
-    def cut(text: str, n: int) -> str:
-        text = " ".join((text or "").split())
-        return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
 
     print(f"{'status':<15} {'url':<50} title")
     for h in hits:

@@ -18,7 +18,8 @@ import time
 from typing import Any, Callable, TypeVar
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["IndexUnavailable", "Retrying", "connect", "parse_uri", "check_index_name", "RETRY_STATUSES"]
+__all__ = ["IndexUnavailable", "Retrying", "connect", "parse_uri", "check_index_name", "create_index",
+           "RETRY_STATUSES"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -39,6 +40,19 @@ def check_index_name(name: str) -> str:
             f"{name!r} is not a valid Elasticsearch index name: lowercase, at most 255 bytes, not starting "
             "with -, _ or +, and none of \\ / * ? \" < > | space , # :")
     return name
+
+
+def create_index(es: "Retrying", name: str, mappings: dict[str, Any], *, shards: int = 1,
+                 replicas: int | None = None, settings: dict[str, Any] | None = None) -> None:
+    """Create the index ``name``; one another process created first is used as it is."""
+    settings = {**(settings or {}), "number_of_shards": shards}
+    if replicas is not None:
+        settings["number_of_replicas"] = replicas
+    try:
+        es.call("create the index", es.client.indices.create, index=name, settings=settings, mappings=mappings)
+    except Exception as exc:
+        if "resource_already_exists" not in str(exc):
+            raise
 
 
 def parse_uri(uri: str) -> tuple[str, str, tuple[str, str] | None]:

@@ -39,7 +39,7 @@ from dedup.permtables import PermutationTables
 from dedup.record import Record
 from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
 
-from .connect import Retrying, check_index_name
+from .connect import Retrying, check_index_name, create_index
 
 __all__ = ["ElasticIndex", "MAPPING", "record_id", "claim_id"]
 
@@ -156,17 +156,9 @@ class ElasticIndex:
     def _open(self, k: int | None, blocks: int | None, shards: int, replicas: int | None) -> dict[str, Any]:
         c = self.es.client
         if not self.es.call("check the index", c.indices.exists, index=self.name):
-            PermutationTables(k=3 if k is None else k, blocks=5 if blocks is None else blocks)  # validates
             meta = {"schema": SCHEMA_VERSION, "k": 3 if k is None else k, "blocks": 5 if blocks is None else blocks}
-            settings: dict[str, Any] = {"number_of_shards": shards}
-            if replicas is not None:
-                settings["number_of_replicas"] = replicas
-            try:
-                self.es.call("create the index", c.indices.create, index=self.name, settings=settings,
-                             mappings={**MAPPING, "_meta": meta})
-            except Exception as exc:  # another process created it first: use theirs
-                if "resource_already_exists" not in str(exc):
-                    raise
+            PermutationTables(k=meta["k"], blocks=meta["blocks"])  # validates
+            create_index(self.es, self.name, {**MAPPING, "_meta": meta}, shards=shards, replicas=replicas)
         meta = self._meta()
         if meta.get("schema", 0) > SCHEMA_VERSION:
             raise RuntimeError(f"Elasticsearch index {self.name} has dedup schema {meta.get('schema')}, this "

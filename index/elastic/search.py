@@ -27,7 +27,7 @@ from typing import Any, Iterator
 import xxhash
 
 from ..base import verdict_of
-from .connect import IndexUnavailable, Retrying, check_index_name
+from .connect import RETRY_STATUSES, IndexUnavailable, Retrying, check_index_name, create_index
 
 __all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "url_id", "scan"]
 
@@ -127,15 +127,7 @@ class ElasticSearch:
         if not exists and readonly:
             raise FileNotFoundError(f"no Elasticsearch index {self.name} at {es.url}")
         if not exists and create:
-            settings = {**SEARCH_SETTINGS, "number_of_shards": shards}
-            if replicas is not None:
-                settings["number_of_replicas"] = replicas
-            try:
-                es.call("create the index", c.indices.create, index=self.name, settings=settings,
-                        mappings=SEARCH_MAPPING)
-            except Exception as exc:
-                if "resource_already_exists" not in str(exc):
-                    raise
+            create_index(es, self.name, SEARCH_MAPPING, shards=shards, replicas=replicas, settings=SEARCH_SETTINGS)
 
     # -- writes -----------------------------------------------------------------------------------
     def add(self, doc: dict[str, Any], *, doc_id: str | None = None) -> None:
@@ -175,7 +167,7 @@ class ElasticSearch:
                     status = int(result.get("status", 500))
                     if status < 300:
                         continue
-                    if status in (429, 502, 503, 504):
+                    if status in RETRY_STATUSES:
                         retry[key] = doc
                     else:
                         err = result.get("error") or {}
@@ -197,17 +189,19 @@ class ElasticSearch:
             todo = retry
 
     def remove(self, url: str) -> bool:
-        buffered = self._buffer.pop(url_id(url), None) is not None
+        key = url_id(url)
+        buffered = self._buffer.pop(key, None) is not None
         got = self.es.call("remove a document", self.es.client.options(ignore_status=404).delete,
-                           index=self.name, id=url_id(url), refresh=True)
+                           index=self.name, id=key, refresh=True)
         return got.get("result") == "deleted" or buffered
 
     # -- reads --------------------------------------------------------------------------------------
     def get(self, url: str) -> dict[str, Any] | None:
-        if url_id(url) in self._buffer:
-            return dict(self._buffer[url_id(url)])
+        key = url_id(url)
+        if key in self._buffer:
+            return dict(self._buffer[key])
         got = self.es.call("read a document", self.es.client.options(ignore_status=404).get,
-                           index=self.name, id=url_id(url))
+                           index=self.name, id=key)
         return got["_source"] if got.get("found") else None
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
