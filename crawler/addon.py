@@ -14,6 +14,10 @@ own entries: a pipeline already listed keeps its priority (or its ``None``), and
 settings (see :mod:`crawler.config`) configure the rest; items need a ``url`` and
 either a ``page``, raw HTML in ``DEDUP_HTML_FIELD`` or ``title``/``text`` fields.
 
+``scrapy shell``, ``check``, ``fetch``, ``view``, ``parse`` (without ``--pipelines``) and ``list`` get
+none of it (:data:`NON_CRAWL_COMMANDS`): they decide nothing, and so run while a crawl holds the
+embedded index.
+
 Before the crawl starts the add-on checks the ``DEDUP_*`` settings: an unknown name is a warning
 naming the closest known one, a bad value ends ``scrapy`` with one line (setting, value, what is
 allowed) and exit status 1.
@@ -22,6 +26,9 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
+import sys
+from typing import Sequence
 
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
@@ -33,13 +40,38 @@ from .logformatter import DedupLogFormatter
 from .pipelines import DedupPipeline, IndexPipeline
 from .spool import SpoolMiddleware
 
-__all__ = ["DedupAddon", "PIPELINES", "check_settings", "unknown_settings"]
+__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing",
+           "scrapy_command", "unknown_settings"]
 
 #: pipeline -> priority: dedup early, so later pipelines see only kept items; index late
 PIPELINES = {DedupPipeline: 300, IndexPipeline: 800}
 
 
 logger = logging.getLogger(__name__)
+
+
+#: ``scrapy`` commands that look at a project or a page and decide nothing: the add-on leaves the dedup
+#: pipelines and the journal out of them, so they run while a crawl holds the embedded index (which
+#: has a single writer) and never add pages to it. ``scrapy parse --pipelines`` asks for them.
+NON_CRAWL_COMMANDS = frozenset({"shell", "check", "fetch", "view", "parse", "list", "settings", "version"})
+
+
+def scrapy_command(argv: Sequence[str] | None = None) -> str | None:
+    """The ``scrapy`` sub-command this process runs (``scrapy X`` or ``python -m scrapy X``), else None.
+
+    Read from ``sys.orig_argv``: Scrapy removes the command name from ``sys.argv``."""
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    for i, arg in enumerate(argv):
+        if (arg == "scrapy" and i > 0 and argv[i - 1] == "-m") or (
+                os.path.basename(arg) == "scrapy" and (i == 0 or not argv[i - 1].startswith("-"))):
+            return next((a for a in argv[i + 1:] if not a.startswith("-")), None)
+    return None
+
+
+def decides_nothing(argv: Sequence[str] | None = None) -> bool:
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    command = scrapy_command(argv)
+    return command in NON_CRAWL_COMMANDS and not (command == "parse" and "--pipelines" in argv)
 
 
 def unknown_settings(settings: BaseSettings) -> list[tuple[str, str | None]]:
@@ -78,6 +110,10 @@ class DedupAddon:
             raise SystemExit(str(exc)) from None
 
     def update_settings(self, settings: BaseSettings) -> None:
+        if decides_nothing():
+            logger.info("scrapy %s: the dedup pipelines are left out (they would write to the index)",
+                        scrapy_command())
+            return
         for pipeline, priority in PIPELINES.items():
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, priority)
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SpoolMiddleware, 50)
