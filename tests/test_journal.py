@@ -55,3 +55,33 @@ def test_a_complete_run_with_jobdir_exits_zero_and_leaves_an_empty_journal(site_
     db = sqlite3.connect(job / JOURNAL_FILE)
     assert db.execute("SELECT count(*) FROM requests").fetchone()[0] == 0
     db.close()
+
+
+@pytest.mark.crawl
+def test_a_jobdir_killed_without_the_journal_is_reported_as_incomplete(site_url, crawl, tmp_path):
+    """The issue's own case: a JOBDIR crawl killed while Scrapy alone kept its state (here: the
+    journal switched off) loses the requests it had queued; the next run says so and exits 1."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from conftest import ROOT, clean_env, crawl_command
+
+    job = tmp_path / "job"
+    no_journal = '{"crawler.journal.RequestJournal": null}'
+    cmd = crawl_command(site_url, tmp_path, f"JOBDIR={job}", f"EXTENSIONS={no_journal}", "DOWNLOAD_DELAY=0.2")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        seen = job / "requests.seen"
+        while (not seen.exists() or seen.stat().st_size < 200) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert not (job / JOURNAL_FILE).exists()
+    result = crawl(site_url, tmp_path, f"JOBDIR={job}")
+    assert result.returncode == 1, result.log[-3000:]
+    assert "was left by a killed crawl that had no request journal" in result.log
+    assert "'finish_reason': 'finished_incomplete'" in result.log
