@@ -26,11 +26,11 @@ request restored from Scrapy's disk queue are processed once.
 "Done with a request" is the moment the engine removes it from its in-progress set (the end of
 ``ExecutionEngine._start_scheduled_request``'s chain). Scrapy has no signal for it, so the
 journal wraps the engine slot's ``remove_request``; without that hook (a Scrapy that renamed it)
-the journal refuses to start with a clear error rather than promise what it cannot keep.
+the journal logs an error and stays off rather than promise what it cannot keep.
 
 Honest end: requests that cannot be replayed (a callback that is not a spider method, a spider
 that no longer has it) are listed in the log, counted in ``dedup/journal/lost`` and make the
-finish reason ``finished_with_lost_requests`` (see :mod:`crawler.honesty`).
+finish reason ``finished_incomplete`` and the exit status 1 (see :mod:`crawler.honesty`).
 """
 from __future__ import annotations
 
@@ -156,13 +156,16 @@ class RequestJournal:
 
     # -- signals -----------------------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
-        self.open()
         assert self.crawler is not None and self.crawler.engine is not None
         engine = self.crawler.engine
         slot = getattr(engine, "_slot", None)
         if slot is None or not callable(getattr(slot, "remove_request", None)) or slot.scheduler is None:
-            raise RuntimeError("crawler.journal.RequestJournal needs Scrapy's engine slot (remove_request); "
-                               "this Scrapy version does not have it")
+            # without the hook no row would ever be deleted, and every run would replay them all
+            logger.error("The request journal needs Scrapy's engine slot (remove_request), which this Scrapy "
+                         "version does not have: it is off, and a killed crawl loses its queued requests",
+                         extra={"spider": spider})
+            return
+        self.open()
         slot.remove_request = self._wrap_remove(slot.remove_request)
         slot.scheduler.next_request = self._wrap_next(slot.scheduler.next_request)  # type: ignore[method-assign]
         dupefilter = getattr(slot.scheduler, "df", None)
