@@ -24,7 +24,7 @@ DEB_PACKAGES := wordnet-base wordnet-sense-index liblingua-stopwords-perl chromi
 APT_GET ?= apt-get
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup test demo bench deb-packages nltk-data
+.PHONY: setup test demo bench deb-packages nltk-data wordmap
 
 setup: deb-packages $(PIP_STAMP) nltk-data
 
@@ -53,8 +53,15 @@ $(PIP_STAMP): pyproject.toml | $(VENV_PY)
 nltk-data: deb-packages $(PIP_STAMP)
 	$(VENV_PY) scripts/build_nltk_data.py $(NLTK_DATA)
 
+# With CI=true (.ci/run) the suite also builds the wheel, installs it into a fresh venv outside the
+# repo and crawls the sample site with it (tests/test_wheel.py; DEDUP_TEST_WHEEL=1 runs it locally).
 test: setup
 	$(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+# dedup/data/wordmap.tsv.gz (committed, ~1 MB): what word mapping needs from WordNet, shipped in the
+# wheel so an installed package maps words as a `make setup` checkout does. Rebuild after a WordNet change.
+wordmap: nltk-data
+	$(VENV_PY) scripts/build_wordmap.py
 
 demo: setup
 	$(VENV_PY) -m crawler.demo

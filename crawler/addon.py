@@ -3,31 +3,125 @@
     ADDONS = {"crawler.addon.DedupAddon": 100}
 
 adds ``DedupPipeline`` (300) and ``IndexPipeline`` (800) to ``ITEM_PIPELINES``, the
-``SpoolMiddleware`` (50, replays items an outage spooled) to ``SPIDER_MIDDLEWARES``, and
-makes ``DedupLogFormatter`` the ``LOG_FORMATTER``, without overriding the project's
+``SpoolMiddleware`` (50, replays items an outage spooled) to ``SPIDER_MIDDLEWARES``,
+``HonestEnd`` (a crawl that lost work exits non-zero, see :mod:`crawler.honesty`) to
+``EXTENSIONS``, with ``JOBDIR`` the ``RequestJournal`` extension and its ``JournalMiddleware``
+(1) (nothing lost when the crawl is killed, see :mod:`crawler.journal`), makes
+``FlushingDupeFilter`` the ``DUPEFILTER_CLASS`` and ``DedupLogFormatter`` the
+``LOG_FORMATTER``, without overriding the project's
 own entries: a pipeline already listed keeps its priority (or its ``None``), and a
 ``LOG_FORMATTER`` set by the project or on the command line is kept. ``DEDUP_*``
 settings (see :mod:`crawler.config`) configure the rest; items need a ``url`` and
 either a ``page``, raw HTML in ``DEDUP_HTML_FIELD`` or ``title``/``text`` fields.
+
+``scrapy shell``, ``check``, ``fetch``, ``view``, ``parse`` (without ``--pipelines``) and ``list`` get
+none of it (:data:`NON_CRAWL_COMMANDS`): they decide nothing, and so run while a crawl holds the
+embedded index.
+
+Before the crawl starts the add-on checks the ``DEDUP_*`` settings: an unknown name is a warning
+naming the closest known one, a bad value ends ``scrapy`` with one line (setting, value, what is
+allowed) and exit status 1.
 """
 from __future__ import annotations
 
+import difflib
+import logging
+import os
+import sys
+from typing import Sequence
+
+from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
+from .config import DEFAULTS, is_enabled, read_settings
+from .honesty import HonestEnd
+from .journal import FlushingDupeFilter, JournalMiddleware, RequestJournal
 from .logformatter import DedupLogFormatter
 from .pipelines import DedupPipeline, IndexPipeline
 from .spool import SpoolMiddleware
 
-__all__ = ["DedupAddon", "PIPELINES"]
+__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing",
+           "scrapy_command", "unknown_settings"]
 
 #: pipeline -> priority: dedup early, so later pipelines see only kept items; index late
 PIPELINES = {DedupPipeline: 300, IndexPipeline: 800}
 
 
+logger = logging.getLogger(__name__)
+
+
+#: ``scrapy`` commands that look at a project or a page and decide nothing: the add-on leaves the dedup
+#: pipelines and the journal out of them, so they run while a crawl holds the embedded index (which
+#: has a single writer) and never add pages to it. ``scrapy parse --pipelines`` asks for them.
+NON_CRAWL_COMMANDS = frozenset({"shell", "check", "fetch", "view", "parse", "list", "settings", "version"})
+
+
+def scrapy_command(argv: Sequence[str] | None = None) -> str | None:
+    """The ``scrapy`` sub-command this process runs (``scrapy X`` or ``python -m scrapy X``), else None.
+
+    Read from ``sys.orig_argv``: Scrapy removes the command name from ``sys.argv``."""
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    for i, arg in enumerate(argv):
+        if (arg == "scrapy" and i > 0 and argv[i - 1] == "-m") or (
+                os.path.basename(arg) == "scrapy" and (i == 0 or not argv[i - 1].startswith("-"))):
+            return next((a for a in argv[i + 1:] if not a.startswith("-")), None)
+    return None
+
+
+def decides_nothing(argv: Sequence[str] | None = None) -> bool:
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    command = scrapy_command(argv)
+    return command in NON_CRAWL_COMMANDS and not (command == "parse" and "--pipelines" in argv)
+
+
+def unknown_settings(settings: BaseSettings) -> list[tuple[str, str | None]]:
+    """``(name, closest known name or None)`` for every ``DEDUP_*`` setting that is not in the table."""
+    out = []
+    for name in sorted(str(k) for k in settings if str(k).upper().startswith("DEDUP_") and k not in DEFAULTS):
+        # compared without the common prefix, which would make every name look close
+        close = difflib.get_close_matches(name.upper()[6:], [k[6:] for k in DEFAULTS], n=1, cutoff=0.6)
+        out.append((name, "DEDUP_" + close[0] if close else None))
+    return out
+
+
+def check_settings(settings: BaseSettings) -> None:
+    """Warn about unknown ``DEDUP_*`` names; raise :class:`UsageError` (setting, value, what is
+    allowed) for a bad value."""
+    for name, close in unknown_settings(settings):
+        logger.warning("Unknown setting %s=%r%s", name, settings.get(name),
+                       f"; did you mean {close}?" if close else f"; the DEDUP_* settings are {', '.join(DEFAULTS)}")
+    try:
+        if is_enabled(settings):
+            read_settings(settings)
+    except ValueError as exc:
+        raise UsageError(f"scrapy-dedup: {exc}", print_help=False) from None
+
+
 class DedupAddon:
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
+        # called when `scrapy crawl` (shell, check...) builds its crawler process, outside the code
+        # that prints a UsageError, so a bad value is turned into SystemExit(message): Python prints
+        # that one line, no traceback, and exits 1. Settings a spider sets itself are checked again
+        # when the pipelines are built (a ValueError there).
+        try:
+            check_settings(settings)
+        except UsageError as exc:
+            raise SystemExit(str(exc)) from None
+
     def update_settings(self, settings: BaseSettings) -> None:
+        if decides_nothing():
+            logger.info("scrapy %s: the dedup pipelines are left out (they would write to the index)",
+                        scrapy_command())
+            return
         for pipeline, priority in PIPELINES.items():
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, priority)
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SpoolMiddleware, 50)
-        # "addon" priority is above the defaults only: a project or -s LOG_FORMATTER wins
+        settings.setdefault_in_component_priority_dict("EXTENSIONS", HonestEnd, 500)
+        if settings.get("JOBDIR"):  # the request journal belongs to a job; without one it has nothing to do
+            settings.setdefault_in_component_priority_dict("EXTENSIONS", RequestJournal, 500)
+            # next to the engine (after every other middleware), so it sees the items the pipelines get
+            settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", JournalMiddleware, 1)
+        # "addon" priority is above the defaults only: a project's or -s value wins
+        settings.set("DUPEFILTER_CLASS", FlushingDupeFilter, priority="addon")
         settings.set("LOG_FORMATTER", DedupLogFormatter, priority="addon")

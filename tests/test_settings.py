@@ -288,9 +288,35 @@ STARTUP = [
 @pytest.mark.crawl
 @pytest.mark.parametrize("name, value", STARTUP, ids=[f"{n}={v}" for n, v in STARTUP])
 def test_scrapy_crawl_fails_at_start_up(name, value, site_url, crawl, tmp_path):
+    """Issue 15 item 4: one line naming the setting, the value and what is allowed; no traceback."""
     result = crawl(site_url, tmp_path, f"{name}={value}", "LOG_LEVEL=DEBUG")
     assert result.returncode != 0
     last = result.log.strip().splitlines()[-1]
-    assert last.startswith("ValueError: ") and name in last, last
+    assert last.startswith("scrapy-dedup: ") and name in last, last
+    assert "Traceback" not in result.log, result.log[-2000:]
     assert "Spider opened" not in result.log and "Crawled (" not in result.log
     assert not (tmp_path / "index").exists() and not (tmp_path / "items.jsonl").exists()
+
+
+# -- issue 15 item 4: unknown names --------------------------------------------------------------
+
+def test_unknown_dedup_setting_names_the_closest_known_one(caplog):
+    from scrapy.settings import Settings
+
+    from crawler.addon import check_settings, unknown_settings
+
+    settings = Settings({"DEDUP_ENABLE": "False", "DEDUP_MAX_DISTANSE": 2, "DEDUP_ZZZ": 1, "DEDUP_T1": 0.9})
+    assert unknown_settings(settings) == [("DEDUP_ENABLE", "DEDUP_ENABLED"),
+                                          ("DEDUP_MAX_DISTANSE", "DEDUP_MAX_DISTANCE"), ("DEDUP_ZZZ", None)]
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        check_settings(settings)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("DEDUP_ENABLE=" in m and "did you mean DEDUP_ENABLED?" in m for m in messages), messages
+    assert any("DEDUP_ZZZ" in m and "DEDUP_INDEX" in m for m in messages), messages
+
+
+@pytest.mark.crawl
+def test_scrapy_crawl_warns_about_a_misspelt_setting(site_url, crawl, tmp_path):
+    result = crawl(site_url, tmp_path, "DEDUP_ENABLE=False", "LOG_LEVEL=INFO")
+    assert result.returncode == 0, result.log[-2000:]
+    assert "Unknown setting DEDUP_ENABLE='False'; did you mean DEDUP_ENABLED?" in result.log

@@ -37,6 +37,7 @@ def _no_wordnet():
 
 
 def test_missing_wordnet_warns_once(monkeypatch, caplog):
+    monkeypatch.setattr(text_mod, "_load_packaged_wordnet", _no_wordnet)
     monkeypatch.setattr(text_mod, "_load_wordnet", _no_wordnet)
     monkeypatch.setattr(text_mod, "_warned", set())
     with caplog.at_level(logging.WARNING, logger="dedup.text"):
@@ -46,6 +47,7 @@ def test_missing_wordnet_warns_once(monkeypatch, caplog):
 
 
 def test_required_wordnet_missing_raises(monkeypatch):
+    monkeypatch.setattr(text_mod, "_load_packaged_wordnet", _no_wordnet)
     monkeypatch.setattr(text_mod, "_load_wordnet", _no_wordnet)
     with pytest.raises(LookupError, match="make setup"):
         Normalizer(word_mapping=True, stopwords=False)
