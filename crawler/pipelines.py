@@ -19,11 +19,9 @@ for logging.
 """
 from __future__ import annotations
 
-import json
 import logging
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from itemadapter import ItemAdapter
 from scrapy import Spider
@@ -31,13 +29,16 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
-from dedup.page import Page, parse_page, text_page
+from dedup.droplog import DropLogWriter
+from dedup.page import Page
 from dedup.record import epoch_seconds
+from dedup.sources import Source, page_from_source
 
 from .config import is_enabled, read_settings
+from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
 
-__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_page"]
+__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,18 +83,14 @@ class DuplicateDropped(DropItem):
         self.verdict = verdict
 
 
-def item_page(adapter: ItemAdapter, html_field: str = "html", **limits: Any) -> Page:
-    """The page of an item: the parsed one in ``page`` (removed from the item), else
-    ``html_field`` parsed (``limits``: ``max_bytes``, ``max_text_chars`` of :func:`parse_page`),
-    else a page made of the item's ``url``, ``title`` and ``text``."""
-    page = adapter.pop("page", None)
+def item_source(adapter: ItemAdapter, html_field: str = "html") -> Source | Page:
+    """What the page of an item is made from (:class:`dedup.sources.Source`): raw HTML in
+    ``html_field``, else the item's ``url``, ``title`` and ``text``. A parsed page in ``page`` (an item
+    replayed from the spool) is taken out of the item and returned as it is."""
+    page = adapter.pop("page", None) if "page" in adapter else None
     if isinstance(page, Page):
         return page
-    url = str(adapter.get("url") or "")
-    html = adapter.get(html_field)
-    if html:
-        return parse_page(html, url, **limits)
-    return text_page(url, adapter.get("title"), adapter.get("text"))
+    return Source.from_item(adapter, html_field)
 
 
 class _PipelineBase:
@@ -127,7 +124,7 @@ class DedupPipeline(_PipelineBase):
         self.crawler = crawler
         self.index: Any = None
         self.deduplicator: Deduplicator | None = None
-        self._dropped_log: IO[str] | None = None
+        self._dropped_log: DropLogWriter | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "DedupPipeline":
@@ -146,8 +143,7 @@ class DedupPipeline(_PipelineBase):
         self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
                                 **self.index_options)
         self.deduplicator = Deduplicator(self.index, self.config)
-        self.dropped_log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._dropped_log = self.dropped_log_path.open("a", encoding="utf-8")
+        self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
         logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s", self.index_uri, len(self.index),
                     ", ".join(self.config.drop) or "nothing", self.dropped_log_path, extra=self._extra)
 
@@ -179,8 +175,9 @@ class DedupPipeline(_PipelineBase):
             return item
         page = None
         try:
-            page = item_page(adapter, self.html_field, max_bytes=self.config.max_page_bytes,
-                             max_text_chars=self.config.max_text_chars)
+            source = item_source(adapter, self.html_field)
+            page = source if isinstance(source, Page) else page_from_source(source, self.config)
+            self._complete(adapter, page)
             if self.unavailable is not None:
                 raise self.unavailable
             verdict = self.deduplicator.process(page, fetched_at=epoch_seconds(adapter.get("fetched_at")))
@@ -201,7 +198,7 @@ class DedupPipeline(_PipelineBase):
             self._inc("dedup/kept")
             return item
         self._inc("dedup/dropped")
-        self._log_dropped(adapter, verdict)
+        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field, "content_type"))
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
             verdict, log_level="INFO" if self.debug else "DEBUG")
@@ -220,16 +217,23 @@ class DedupPipeline(_PipelineBase):
         raise DropItem(f"{adapter.get('url')}: spooled to {self.spool.path} (dedup index unavailable)",
                        log_level="WARNING")
 
-    def _log_dropped(self, adapter: ItemAdapter, verdict: Verdict) -> None:
-        assert self._dropped_log is not None
-        line = {
-            "url": adapter.get("url"),
-            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "verdict": verdict.to_dict(),
-            "item": adapter.asdict(),
-        }
-        self._dropped_log.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-        self._dropped_log.flush()  # a crash loses nothing already decided
+    def _complete(self, adapter: ItemAdapter, page: Page) -> None:
+        """Give the item the page's ``title`` and extracted ``text`` where it has none (an item with only
+        raw HTML is searchable and exported with its text), and drop its transient fields."""
+        for name in (self.html_field, "content_type"):
+            if name in adapter and adapter.get_field_meta(name).get(TRANSIENT):
+                del adapter[name]
+        for name, value in (("title", page.title), ("text", page.text)):
+            if adapter.get(name):
+                continue
+            try:
+                adapter[name] = value
+            except KeyError:  # an Item class without the field: the search index gets no text for it
+                if not getattr(self, "_warned_text", False):
+                    self._warned_text = True
+                    logger.warning("%s has no %r field: kept pages are stored in the search index without "
+                                   "their extracted title/text", type(adapter.item).__name__, name,
+                                   extra=self._extra)
 
     def _set_dedup(self, adapter: ItemAdapter, verdict: dict[str, Any]) -> None:
         try:
@@ -247,8 +251,11 @@ class IndexPipeline(_PipelineBase):
     FIELDS = ("url", "title", "text", "fetched_at", "dedup")
 
     def __init__(self, *, index_uri: str, crawler: Crawler | None = None,
-                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None) -> None:
+                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None,
+                 html_field: str = "html", config: DedupConfig | None = None) -> None:
         self.index_uri = index_uri
+        self.html_field = html_field
+        self.limits = config or DedupConfig()
         self.crawler = crawler
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or "spool.jsonl")
@@ -260,7 +267,7 @@ class IndexPipeline(_PipelineBase):
             raise NotConfigured("DEDUP_ENABLED is False")
         s = read_settings(crawler.settings)
         return cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                   spool=s.spool)
+                   spool=s.spool, html_field=s.html_field, config=s.config)
 
     def open_spider(self, spider: Spider | None = None) -> None:
         from index import open_search
@@ -297,6 +304,11 @@ class IndexPipeline(_PipelineBase):
         adapter = ItemAdapter(item)
         doc = {name: adapter.get(name) for name in self.FIELDS}
         doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
+        if not doc["text"] and adapter.get(self.html_field):
+            # raw HTML that DedupPipeline did not turn into text (an Item class without a text field, or
+            # this pipeline alone): the search index still gets the page's title and text
+            page = page_from_source(Source.from_item(adapter, self.html_field), self.limits)
+            doc["title"], doc["text"] = doc["title"] or page.title, page.text
         try:
             self.search.add(doc)
         except _es_errors("IndexUnavailable", "BulkIndexError") as exc:  # spooled, replayed by the next crawl

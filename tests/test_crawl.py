@@ -20,7 +20,6 @@ from crawler.items import PageItem
 from conftest import ALL_PATHS, EXACT, MANIFEST, NEAR, SAME_TITLE, by_path
 from crawler.sample_site import manifest_key
 from crawler.spiders.site import SiteSpider
-from dedup.page import Page
 from index import open_index, open_search
 
 CRAWL = pytest.mark.crawl  # the tests that run at least one real crawl
@@ -122,11 +121,12 @@ def test_exported_item_fields(first):
 def test_dropped_log_lines(first):
     assert first.dropped
     for line in first.dropped:
-        assert set(line) == {"url", "time", "verdict", "item"}
+        assert set(line) == {"url", "time", "index", "verdict", "item", "page"}
         assert datetime.fromisoformat(line["time"].replace("Z", "+00:00")).utcoffset().total_seconds() == 0
-        assert line["item"]["url"] == line["url"]
-        assert "page" not in line["item"] and line["item"]["text"]
-        assert line["item"]["dedup"] == line["verdict"]
+        assert line["item"]["url"] == line["url"] and line["index"] == f"local://{first.index}"
+        # the verdict once; no raw HTML: title, text and the tagged fields rebuild the page
+        assert set(line["item"]) == {"url", "title", "text", "fetched_at"} and line["item"]["text"]
+        assert line["page"]["anchor_count"] >= 1 and line["page"]["extraction"]
 
 
 @CRAWL
@@ -228,7 +228,7 @@ def _spider(**kwargs) -> SiteSpider:
     return spider
 
 
-def test_spider_yields_a_parsed_page_and_follows_same_origin_links_verbatim():
+def test_spider_yields_the_raw_page_and_follows_same_origin_links_verbatim():
     spider = _spider(start_url="http://a.example:8080/")
     body = (b"<html><head><title>Roof</title></head><body><article><p>The council voted to repair the roof."
             b"</p></article><a href='/b.html;jsessionid=X1?utm_source=n&amp;utm_medium=e'>b</a>"
@@ -237,9 +237,10 @@ def test_spider_yields_a_parsed_page_and_follows_same_origin_links_verbatim():
     response = HtmlResponse("http://a.example:8080/a.html?sid=1", body=body,
                             headers={"Content-Type": "text/html; charset=utf-8"})
     item, *requests = list(spider.parse(response))
-    assert isinstance(item, PageItem) and isinstance(item["page"], Page)
-    assert item["url"] == "http://a.example:8080/a.html?sid=1" and item["title"] == "Roof"
-    assert item["text"] == item["page"].text and "council" in item["text"]
+    # not parsed here: DedupPipeline parses the body once and fills in title and text
+    assert isinstance(item, PageItem) and item["html"] is response.body
+    assert item["content_type"] == "text/html; charset=utf-8" and "title" not in item
+    assert item["url"] == "http://a.example:8080/a.html?sid=1"
     assert isinstance(item["fetched_at"], float)
     assert [r.url for r in requests] == ["http://a.example:8080/b.html;jsessionid=X1?utm_source=n&utm_medium=e",
                                          "http://a.example:8080/print/b.html"]
