@@ -586,19 +586,25 @@ def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any =
                                          f"{url} was already restored at {entry.restored_at or '(unknown time)'}"
                                          f" into {entry.restored_into or '(index not recorded)'}; nothing added",
                                          index=entry.restored_into))
-        elif entry.index and entry.index != target and not force:
-            results.append(RestoreResult(url, "refused", f"{url} was dropped from {entry.index}, not from "
-                                         f"{target}; nothing restored (--force restores it into {target} anyway)",
-                                         index=target))
         else:
             todo.append(entry)
-    if not todo:
-        return results
-    if not force and not _exists(open_search, index_uri):
+    if todo and not force:
+        exists = _exists(open_search, index_uri)
+        ok = []
         for entry in todo:
-            results.append(RestoreResult(entry.url, "refused", f"{entry.url}: there is no index at {target} "
-                                         f"(the page was dropped from {entry.index or 'an index the log line does not name'})"
-                                         "; nothing restored (--force creates it)", index=target))
+            if not exists:
+                results.append(RestoreResult(
+                    entry.url, "refused", f"{entry.url}: there is no index at {target} (the page was dropped from "
+                    f"{entry.index or 'an index its log line does not name'}); nothing restored (--force creates it)",
+                    index=target))
+            elif entry.index and entry.index != target:
+                results.append(RestoreResult(
+                    entry.url, "refused", f"{entry.url} was dropped from {entry.index}, not from {target}; nothing "
+                    f"restored (--force restores it into {target} anyway)", index=target))
+            else:
+                ok.append(entry)
+        todo = ok
+    if not todo:
         return results
     config = DedupConfig(weights=weights)
     index = open_index(index_uri)

@@ -505,7 +505,8 @@ def test_restore_uses_only_the_protocols(first, monkeypatch, tmp_path):
     urls = [d["url"] for d in first.dropped]
     # the pages were dropped from a local index: restoring them elsewhere is deliberate (force)
     assert {r.outcome for r in droplog.restore(droplog.read_log(log), urls, uri)} == {"refused"}
-    assert opened == []
+    assert opened == [("search", uri, {"readonly": True})]  # only looked whether it exists
+    opened.clear()
     results = droplog.restore(droplog.read_log(log), urls, uri, force=True)
     assert [r.outcome for r in results] == ["restored"] * len(urls)
     assert opened == [("index", uri, {}), ("search", uri, {})]
@@ -573,3 +574,35 @@ def test_parse_when_scores_hosts_and_histogram_edges():
     assert [c for _, _, c in bins] == [2, 0, 0, 0, 0, 0, 0, 0, 0, 2]  # below lo: first bin; 1.0: last
     assert droplog.histogram_floor([0.83, 1.0]) == 0.8 and droplog.histogram_floor([1.0]) == 0.9
 
+
+
+@CRAWL
+def test_restore_refuses_a_missing_or_other_index_and_forces_on_request(work, first, capsys, tmp_path):
+    log, uri, index_dir = work
+    url = first.dropped[0]["url"]
+    missing = f"local://{tmp_path / 'fresh'}"
+    code, out, err = dedup(capsys, "dropped", "restore", url, "--log", log, "--index", missing)
+    assert code == 1 and f"there is no index at {missing}" in err and f"dropped from {uri}" in err
+    assert not (tmp_path / "fresh").exists()  # nothing created
+    # another index that exists (a second crawl's): refused, naming both
+    other_dir = tmp_path / "other"
+    shutil.copytree(index_dir, other_dir)
+    other = f"local://{other_dir}"
+    code, out, err = dedup(capsys, "dropped", "restore", url, "--log", log, "--index", other)
+    assert code == 1 and f"{url} was dropped from {uri}, not from {other}" in err and "--force" in err
+    assert "0 restored" in out
+    assert [r["url"] for r in dedup_json(capsys, "dropped", "list", *args(log)) if r["url"] == url] == [url]
+    # deliberate: --force, and the output says which index it wrote
+    code, out, err = dedup(capsys, "dropped", "restore", url, "--log", log, "--index", other, "--force")
+    assert code == 0 and f"{url} restored into {other} (dedup record" in out
+    with open_search(other, readonly=True) as search:
+        assert search.get(url) is not None
+    # still restorable into the index it was dropped from
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0 and f"{url} restored into {uri}" in out, err
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0 and "already restored" in out
+    # --force also creates a missing index
+    code, out, err = dedup(capsys, "dropped", "restore", first.dropped[1]["url"], "--log", log, "--index", missing,
+                           "--force")
+    assert code == 0 and f"restored into {missing}" in out and (tmp_path / "fresh").exists()
