@@ -101,6 +101,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_WEIGHTS", "tdw",
             f"Term weights by page field: a preset ({', '.join(f'`{p}`' for p in PRESETS)}) or a mapping "
             "(a JSON object on the command line) of field name to weight."),
+    Setting("DEDUP_WORKERS", "auto",
+            "Worker processes that parse pages and compute their features while the crawl process decides and "
+            "writes (one writer): an integer >= 0 (0: all in the crawl process), or `auto`: one per core beyond "
+            "the first, at most 4 (0 on one core)."),
 )
 
 DEFAULTS: dict[str, Any] = {s.name: s.default for s in SETTINGS}
@@ -118,6 +122,7 @@ class DedupSettings:
     config: DedupConfig
     es_options: dict
     spool: str
+    workers: int = 0
 
 
 # -- value parsers: (name, raw value) -> typed value, or ValueError naming the setting ----------
@@ -264,6 +269,17 @@ def _es_options(name: str, value: Any) -> dict[str, Any]:
     return dict(parsed)
 
 
+def _workers(name: str, value: Any) -> int:
+    from dedup.workers import default_workers
+
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return default_workers()
+    try:
+        return _int(name, value, minimum=0)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer >= 0 or 'auto', got {value!r}") from None
+
+
 def _get(settings: Any, name: str) -> Any:
     value = settings.get(name) if settings is not None else None
     return DEFAULTS[name] if value is None else value
@@ -329,7 +345,8 @@ def read_settings(settings: Any) -> DedupSettings:
                          title_anchor=title_anchor, drop=drop, max_page_bytes=max_page_bytes,
                          max_text_chars=max_text_chars)
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
-                         index=index, config=config, es_options=es_options, spool=spool)
+                         index=index, config=config, es_options=es_options, spool=spool,
+                         workers=get("DEDUP_WORKERS", _workers))
 
 
 def _format_default(value: Any) -> str:

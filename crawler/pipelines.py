@@ -19,6 +19,7 @@ for logging.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
 from dedup.droplog import DropLogWriter
 from dedup.page import Page
 from dedup.record import epoch_seconds
-from dedup.sources import Source, page_from_source
+from dedup.sources import Source, features_from_source, page_from_source, prepare
+from dedup.workers import WorkerError, WorkerPool
 
 from .config import is_enabled, read_settings
 from .items import TRANSIENT
@@ -50,6 +52,14 @@ def _es_errors(*names: str) -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover
         return ()
     return tuple(getattr(elastic, name) for name in names)
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop (Scrapy's default asyncio reactor), or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
@@ -112,9 +122,13 @@ class DedupPipeline(_PipelineBase):
 
     def __init__(self, *, index_uri: str, config: DedupConfig, dropped_log: str | Path,
                  html_field: str = "html", debug: bool = False, crawler: Crawler | None = None,
-                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None) -> None:
+                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None,
+                 workers: int = 0) -> None:
         self.index_uri = index_uri
         self.config = config
+        self.workers = workers
+        self.pool: WorkerPool | None = None
+        self._turn: asyncio.Future | None = None  # the decision of the item that arrived last
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or Path(dropped_log).with_name("spool.jsonl"))
         self.unavailable: BaseException | None = None  # the first outage; later items are spooled at once
@@ -134,7 +148,7 @@ class DedupPipeline(_PipelineBase):
         s = read_settings(crawler.settings)
         return cls(index_uri=s.index, config=s.config, dropped_log=s.dropped_log, html_field=s.html_field,
                    debug=s.debug, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                   spool=s.spool)
+                   spool=s.spool, workers=s.workers)
 
     # -- spider lifecycle ------------------------------------------------------------------------
     def open_spider(self, spider: Spider | None = None) -> None:
@@ -144,10 +158,21 @@ class DedupPipeline(_PipelineBase):
                                 **self.index_options)
         self.deduplicator = Deduplicator(self.index, self.config)
         self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
-        logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s", self.index_uri, len(self.index),
-                    ", ".join(self.config.drop) or "nothing", self.dropped_log_path, extra=self._extra)
+        if self.workers and _asyncio_loop() is not None:
+            self.pool = WorkerPool(self.workers)
+            self.pool.broadcast(prepare, self.config)  # loads while the first responses download
+        elif self.workers:
+            logger.warning("DEDUP_WORKERS=%d needs Scrapy's asyncio reactor; parsing in the crawl process",
+                           self.workers, extra=self._extra)
+        logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s; %s", self.index_uri,
+                    len(self.index), ", ".join(self.config.drop) or "nothing", self.dropped_log_path,
+                    f"{self.workers} worker process(es) parse pages" if self.pool else "pages parsed in-process",
+                    extra=self._extra)
 
     def close_spider(self, spider: Spider | None = None) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         if self._dropped_log is not None:
             self._dropped_log.close()
             self._dropped_log = None
@@ -166,21 +191,51 @@ class DedupPipeline(_PipelineBase):
     # -- items -----------------------------------------------------------------------------------
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
-        url = adapter.get("url")
         assert self.deduplicator is not None, "open_spider() was not called"
         previous = adapter.get("dedup")
         replay = previous.get(REPLAY_KEY) if isinstance(previous, dict) else None
         if replay == "index":  # decided and recorded by an earlier crawl; IndexPipeline stores it
             del previous[REPLAY_KEY]
             return item
+        source = item_source(adapter, self.html_field)
+        if self.pool is not None and isinstance(source, Source) and self.unavailable is None:
+            return self._pooled(adapter, source, replay)
+        return self._decide(adapter, source, None, replay)
+
+    async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any) -> Any:
+        """Parse and featurize in a worker process; decide here, in the order the items arrived (the
+        same verdicts as in-process, whichever worker finishes first)."""
+        loop = asyncio.get_running_loop()
+        turn, mine = self._turn, loop.create_future()
+        self._turn = mine
+        try:
+            try:
+                assert self.pool is not None
+                page, features = await asyncio.wrap_future(self.pool.submit(features_from_source, source,
+                                                                            self.config))
+            except WorkerError:  # a worker failed or died: this process does the work (and logs any error)
+                page, features = source, None
+            if turn is not None:
+                await turn
+            return self._decide(adapter, page, features, replay)
+        finally:
+            mine.set_result(None)
+            if self._turn is mine:
+                self._turn = None
+
+    def _decide(self, adapter: ItemAdapter, source: Source | Page, features: Any, replay: Any) -> Any:
+        """Check the item's page (parsed here unless ``source`` is already a page), record the verdict,
+        and return the item or raise :class:`DuplicateDropped`."""
+        item = adapter.item
+        url = adapter.get("url")
         page = None
         try:
-            source = item_source(adapter, self.html_field)
             page = source if isinstance(source, Page) else page_from_source(source, self.config)
             self._complete(adapter, page)
             if self.unavailable is not None:
                 raise self.unavailable
-            verdict = self.deduplicator.process(page, fetched_at=epoch_seconds(adapter.get("fetched_at")))
+            verdict = self.deduplicator.process(page, features=features,
+                                                fetched_at=epoch_seconds(adapter.get("fetched_at")))
         except _unavailable_errors() as exc:
             return self._spool(adapter, page, exc)
         except Exception as exc:  # one bad page must not stop the crawl; the traceback is logged

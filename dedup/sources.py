@@ -27,7 +27,8 @@ from typing import Any, Mapping
 from .features import Featurizer
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, text_page
 
-__all__ = ["Source", "page_from_source", "features_from_source", "page_fields", "field_value", "PAGE_FIELDS"]
+__all__ = ["Source", "page_from_source", "features_from_source", "prepare", "page_fields", "field_value",
+           "PAGE_FIELDS"]
 
 #: Page fields a dropped-log line keeps beside ``title`` and ``text``: what a Page parsed from HTML has
 #: and a title/text page lacks. ``url_tokens`` and ``sentences`` are left out: both are derived again
@@ -150,6 +151,12 @@ def features_from_source(source: Source, config: Any) -> tuple[Page, Any]:
     (:meth:`~dedup.deduplicator.Deduplicator.process` with ``features=``)."""
     page = page_from_source(source, config)
     return page, featurizer_for(config)(page)
+
+
+def prepare(config: Any) -> None:
+    """Load what :func:`features_from_source` needs for ``config`` (a worker's warm-up: the first page
+    does not wait for it)."""
+    featurizer_for(config)
 
 
 def featurizer_for(config: Any) -> Featurizer:

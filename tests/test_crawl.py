@@ -190,6 +190,19 @@ def test_jobdir_pause_and_resume_matches_uninterrupted_crawl(site_url, crawl, tm
 
 
 @CRAWL
+def test_worker_processes_give_the_verdicts_of_one_process(site_url, crawl, tmp_path):
+    """DEDUP_WORKERS parse pages in other processes; decisions stay in the crawl process, in arrival order."""
+    alone = crawl(site_url, tmp_path / "alone", "DEDUP_WORKERS=0")
+    pooled = crawl(site_url, tmp_path / "pooled", "DEDUP_WORKERS=2")
+    assert alone.returncode == 0 and pooled.returncode == 0, pooled.log[-3000:]
+    assert "pages parsed in-process" in alone.log and "2 worker process(es) parse pages" in pooled.log
+    for a, b in ((alone.items, pooled.items), (alone.dropped, pooled.dropped)):
+        assert {manifest_key(x["url"]): (x.get("dedup") or x["verdict"])["status"] for x in a} == \
+               {manifest_key(x["url"]): (x.get("dedup") or x["verdict"])["status"] for x in b}
+    assert {i["url"]: i["text"] for i in alone.items} == {i["url"]: i["text"] for i in pooled.items}
+
+
+@CRAWL
 def test_addon_enables_dedup_in_another_project(site_url, subprocess_env, tmp_path):
     """A project-less CrawlerProcess with only ADDONS set gets both pipelines and the log formatter."""
     script = tmp_path / "run.py"
