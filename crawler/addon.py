@@ -8,7 +8,8 @@ makes ``DedupLogFormatter`` the ``LOG_FORMATTER``, without overriding the projec
 own entries: a pipeline already listed keeps its priority (or its ``None``), and a
 ``LOG_FORMATTER`` set by the project or on the command line is kept. ``DEDUP_*``
 settings (see :mod:`crawler.config`) configure the rest; items need a ``url`` and
-either a ``page``, raw HTML in ``DEDUP_HTML_FIELD`` or ``title``/``text`` fields.
+either raw HTML in ``DEDUP_HTML_FIELD`` (``DedupPipeline`` adds its ``title`` and ``text``) or
+``title``/``text`` fields.
 """
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ SETTINGS: tuple[Setting, ...] = (
             f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
             "in `item['dedup']`."),
     Setting("DEDUP_DROPPED_LOG", None,
-            "JSON-lines file that gets one line per dropped item (url, time, verdict, item). "
+            "JSON-lines file that gets one line per dropped item (url, time, the index it was dropped from, verdict, "
+            "the item's fields with its extracted title and text but not its raw HTML, the page's tagged fields). "
             "`None`: `dropped.jsonl` in the local index directory (the working directory for other backends)."),
     Setting("DEDUP_ES_OPTIONS", {},
             "Elasticsearch connection and index options, a dict (a JSON object on the command line): "
@@ -64,8 +65,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`bulk_size` (search-index writes per bulk request, 50), `shards`, `replicas`. "
             "User and password go in the URI: `https://USER:PASSWORD@HOST:9200/INDEX`."),
     Setting("DEDUP_HTML_FIELD", "html",
-            "Item field holding raw HTML, parsed when an item carries no parsed page; items with neither "
-            "are checked on their `url`, `title` and `text` fields."),
+            "Item field holding raw HTML (str or bytes; an optional `content_type` field gives its charset), "
+            "parsed once by `DedupPipeline`, which fills in the item's `title` and `text` where it has none; "
+            "items without HTML are checked on their `url`, `title` and `text` fields."),
     Setting("DEDUP_INDEX", "local://.dedup",
             "URI of the dedup index and of the search index of kept pages: `local://PATH` "
             "(embedded), `http(s)://HOST:PORT/INDEX` or `es://HOST:PORT/INDEX` (Elasticsearch)."),
@@ -77,7 +79,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_MAX_PAGE_BYTES", MAX_PAGE_BYTES,
             "Largest HTML body parsed, in bytes; a longer one is cut there before decoding and parsing, and "
             "its verdict says so (`scores.truncated.bytes` = [original, kept]). An integer >= 1024, or "
-            "`None` for no limit. Pages parsed by the `site` spider use the default."),
+            "`None` for no limit."),
     Setting("DEDUP_MAX_TEXT_CHARS", MAX_TEXT_CHARS,
             "Longest main text featurized, in characters; longer text is cut there (at a word) and the "
             "verdict says so (`scores.truncated.chars` = [original, kept]). An integer >= 1000, or `None` "
