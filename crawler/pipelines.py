@@ -1,9 +1,12 @@
 """The two item pipelines: ``DedupPipeline`` decides, ``IndexPipeline`` stores the kept pages.
 
-``DedupPipeline`` (priority 300) checks each item against the dedup index at
-``DEDUP_INDEX``, records the verdict in ``item["dedup"]``, adds kept pages to the
-index, and drops items whose status is in ``DEDUP_DROP`` after appending them to
-the dropped log. ``IndexPipeline`` (priority 800) writes the items that survive to
+``DedupPipeline`` (priority 300) makes each item's page (:func:`dedup.sources.page_from_source`:
+its raw HTML parsed once, else its title and text), gives the item the page's ``title`` and
+``text`` where it has none, checks the page against the dedup index at ``DEDUP_INDEX``,
+records the verdict in ``item["dedup"]``, adds kept pages to the index, and drops items whose
+status is in ``DEDUP_DROP`` after appending them to the dropped log. With ``DEDUP_WORKERS``,
+parsing and features run in worker processes (:mod:`dedup.workers`) and the decisions stay
+here, one at a time, in the order the items arrived. ``IndexPipeline`` (priority 800) writes the items that survive to
 the search index at the same URI. Both open their index when the spider opens and
 close it when it closes, so a JOBDIR crawl that is paused and resumed continues
 from a consistent index (the dedup index commits every add).
@@ -253,7 +256,7 @@ class DedupPipeline(_PipelineBase):
             self._inc("dedup/kept")
             return item
         self._inc("dedup/dropped")
-        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field, "content_type"))
+        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,))
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
             verdict, log_level="INFO" if self.debug else "DEBUG")

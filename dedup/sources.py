@@ -63,8 +63,11 @@ class Source:
     def from_item(cls, item: Mapping[str, Any], html_field: str = "html") -> "Source":
         """An item (any mapping, e.g. an ItemAdapter): raw HTML in ``html_field`` (with an optional
         ``content_type`` field), else its ``title`` and ``text``."""
+        content_type = item.get("content_type")
+        if not (isinstance(content_type, str) and "/" in content_type):  # a field of another meaning
+            content_type = None
         return cls(url=str(item.get("url") or ""), html=item.get(html_field) or None,
-                   content_type=item.get("content_type"), title=item.get("title"), text=item.get("text"))
+                   content_type=content_type, title=item.get("title"), text=item.get("text"))
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], url: str, *, html_field: str | None = None,

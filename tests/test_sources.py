@@ -55,6 +55,9 @@ def test_title_and_text_sources():
     page = page_from_source(Source.from_document(doc, URL, text_field="body", title_field="meta.headline"))
     assert (page.title, page.text, page.extraction) == ("Roof", ARTICLE, "field")
     assert not Source.from_item({"url": URL}).has_content
+    assert Source.from_item({"url": URL, "html": "<p>x</p>", "content_type": "article"}).content_type is None
+    assert Source.from_item({"url": URL, "html": b"x", "content_type": "text/html; charset=koi8-r"}).content_type \
+        == "text/html; charset=koi8-r"
 
 
 def test_the_same_limits_on_every_path():
