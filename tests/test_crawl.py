@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import scrapy
 
 from scrapy.http import HtmlResponse, Response
 from scrapy.crawler import AsyncCrawlerRunner
@@ -291,3 +292,37 @@ def test_crawl_with_allow_and_max_pages(site_url, crawl, tmp_path):
     assert urls and urls[0] == "/"
     assert 1 < len(urls) <= 6  # 6 responses, robots.txt's included
     assert all(re.fullmatch(r"/articles/[a-z-]+\.html", u) for u in urls[1:]), urls
+
+
+class BareItem(scrapy.Item):
+    """A user's Item class with raw HTML but no title/text fields."""
+
+    url = scrapy.Field()
+    html = scrapy.Field()
+    dedup = scrapy.Field()
+
+
+def test_an_item_class_without_text_fields_still_reaches_search_with_its_text(tmp_path, caplog):
+    from crawler.pipelines import DedupPipeline, IndexPipeline
+    from dedup.deduplicator import DedupConfig
+
+    uri = f"local://{tmp_path / 'index'}"
+    dedup = DedupPipeline(index_uri=uri, config=DedupConfig(), dropped_log=tmp_path / "dropped.jsonl")
+    store = IndexPipeline(index_uri=uri)
+    html = ("<html><head><title>Roof</title></head><body><article><p>The council voted on Tuesday to repair the "
+            "library roof before winter; work starts in March.</p></article></body></html>")
+    dedup.open_spider()
+    store.open_spider()
+    try:
+        with caplog.at_level("WARNING", logger="crawler.pipelines"):
+            for n in range(2):
+                item = dedup.process_item(BareItem(url=f"http://a.example/{n}", html=html.replace("Tuesday",
+                                                                                                 f"day {n}")))
+                store.process_item(item)
+        assert caplog.text.count("has no 'title' field") == 1  # said once, not per item
+    finally:
+        dedup.close_spider()
+        store.close_spider()
+    with open_search(uri, readonly=True) as search:
+        doc = search.get("http://a.example/1")
+        assert doc["title"] == "Roof" and "library roof" in doc["text"] and doc["dedup"]["status"]
