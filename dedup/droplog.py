@@ -451,17 +451,18 @@ def summarize(entries: Sequence[Entry], bins: int = 10, lo: float | None = None)
 
 # -- writing ---------------------------------------------------------------------------------------
 def index_identity(uri: str) -> str:
-    """``uri`` as a dropped log records which index a page was dropped from: a ``local://`` path made
-    absolute (``local://.dedup`` means another directory elsewhere), no user name or password (the
-    log is no place for credentials), no trailing slash."""
+    """``uri`` as a dropped log records which index a page was dropped from, so that two spellings of
+    one index compare equal: a ``local://`` path made absolute (``local://.dedup`` run elsewhere is
+    another directory); an Elasticsearch URI as ``http(s)://host:port/name`` (``es://`` is http, the
+    port 9200 by default) without user name or password (the log is no place for credentials)."""
     parts = urlsplit(uri)
     scheme = parts.scheme.lower()
     if scheme == "local":
         path = uri.split("://", 1)[1]
         return "local://" + os.path.abspath(os.path.expanduser(path))
     host = (parts.hostname or "").lower()
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(scheme=scheme, netloc=netloc).geturl().rstrip("/")
+    host = f"[{host}]" if ":" in host else host
+    return f"{'http' if scheme == 'es' else scheme}://{host}:{parts.port or 9200}/{parts.path.strip('/')}"
 
 
 class DropLogWriter:

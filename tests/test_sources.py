@@ -118,3 +118,12 @@ def test_page_links_scans_hrefs_without_parsing():
     assert page_links(body, "http://a.example/start") == [
         "http://a.example/dir/page.html?x=1&y=2", "http://a.example/abs", "http://a.example/bare",
         "http://a.example/map.html", "https://b.example/%C3%A9"]
+
+
+def test_index_identity_compares_spellings_of_one_index(tmp_path, monkeypatch):
+    from dedup.droplog import index_identity
+
+    monkeypatch.chdir(tmp_path)
+    assert index_identity("local://.dedup") == f"local://{tmp_path}/.dedup" == index_identity(f"local://{tmp_path}/.dedup")
+    assert index_identity("es://Search.example/pages") == "http://search.example:9200/pages"
+    assert index_identity("https://user:secret@search.example:9243/pages/") == "https://search.example:9243/pages"
