@@ -36,7 +36,7 @@ from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
 from dedup.droplog import DropLogWriter
 from dedup.page import Page
 from dedup.record import epoch_seconds
-from dedup.sources import Source, features_from_source, page_from_source, prepare
+from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
 from dedup.workers import WorkerError, WorkerPool
 
 from .config import is_enabled, read_settings
@@ -159,12 +159,14 @@ class DedupPipeline(_PipelineBase):
 
         self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
                                 **self.index_options)
-        self.deduplicator = Deduplicator(self.index, self.config)
         self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
         if self.workers and _asyncio_loop() is not None:
             self.pool = WorkerPool(self.workers)
             self.pool.broadcast(prepare, self.config)  # loads while the first responses download
-        elif self.workers:
+        # with workers, this process featurizes only when a worker fails: its word tables load then, if ever
+        self.deduplicator = Deduplicator(self.index, self.config,
+                                         featurizer=LazyFeaturizer(self.config) if self.pool else None)
+        if self.workers and self.pool is None:
             logger.warning("DEDUP_WORKERS=%d needs Scrapy's asyncio reactor; parsing in the crawl process",
                            self.workers, extra=self._extra)
         logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s; %s", self.index_uri,

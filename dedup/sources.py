@@ -27,8 +27,8 @@ from typing import Any, Mapping
 from .features import Featurizer
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, text_page
 
-__all__ = ["Source", "page_from_source", "features_from_source", "prepare", "page_fields", "field_value",
-           "PAGE_FIELDS"]
+__all__ = ["Source", "page_from_source", "features_from_source", "prepare", "featurizer_for", "LazyFeaturizer",
+           "page_fields", "field_value", "PAGE_FIELDS"]
 
 #: Page fields a dropped-log line keeps beside ``title`` and ``text``: what a Page parsed from HTML has
 #: and a title/text page lacks. ``url_tokens`` and ``sentences`` are left out: both are derived again
@@ -160,6 +160,18 @@ def prepare(config: Any) -> None:
     """Load what :func:`features_from_source` needs for ``config`` (a worker's warm-up: the first page
     does not wait for it)."""
     featurizer_for(config)
+
+
+class LazyFeaturizer:
+    """Calls :func:`featurizer_for` ``(config)`` on first use: for a process whose features are computed
+    elsewhere (worker processes) and that needs its own featurizer only as a fallback; a Featurizer holds
+    ~180 MB of word tables."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+    def __call__(self, page: Page) -> Any:
+        return featurizer_for(self.config)(page)
 
 
 def featurizer_for(config: Any) -> Featurizer:
