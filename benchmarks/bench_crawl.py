@@ -1,20 +1,22 @@
-"""Target 4: crawl overhead, ``scrapy crawl site`` over a generated loopback site with dedup on
-versus off.
+"""Target 4 (issue 14 item 6): crawl overhead of the add-on in a user's own Scrapy project, dedup on
+versus off, and the speed-up of worker processes (item 7).
 
 The site (``sitegen.py``: articles, print copies, tracking-parameter links, syndicated
-near-copies, listing pages; >= 2,000 URLs, ``--quick`` 150) is generated into a temporary
-folder and served from a thread of this process (``crawler.sample_site.serve``).  Each
-crawl is a real ``scrapy crawl site`` subprocess from the repository root, loopback
-settings (no AutoThrottle, no delay), exporting items with ``-O``:
+near-copies, listing pages; ~1,000 URLs, ``--quick`` 150) is generated into a temporary
+folder and served from a thread of this process (``crawler.sample_site.serve``).  The crawler is
+a project as a user writes one (``userproject.py``, outside this repository's packages): a spider
+that yields ``{"url", "html"}`` and follows every link, and the README's
+``ADDONS = {"crawler.addon.DedupAddon": 100}``.  Each crawl is a real ``scrapy crawl news``
+subprocess from that project's folder, loopback settings (no AutoThrottle, no delay):
 
-* **on**: the project's pipelines, ``DedupPipeline`` (300) + ``IndexPipeline`` (800);
-* **off**: only ``IndexPipeline``: the same spider still parses every page and extracts its
-  main text, and the kept pages still go to the search index; no dedup check.
+* **off**: ``-s ADDONS={}``, the same crawl without dedup;
+* **w0**, **w1**, **w2**: the add-on with ``DEDUP_WORKERS`` 0 (everything in the crawl process),
+  1 and 2 worker processes; **on** is the default (``auto``), one of these.
 
-Modes alternate (off, on, on, off, ...) over ``--reps`` rounds; the figure is the ratio of the
-median wall times (process start to exit, what a user waits for), with the ratios of
-Scrapy's own ``elapsed_time_seconds`` and of the crawl processes' CPU seconds (less
-sensitive to other load on the machine) beside it.
+Modes alternate over ``--reps`` rounds; the figure is the ratio of the median wall times (process
+start to exit, what a user waits for), with the ratios of Scrapy's own ``elapsed_time_seconds``
+and of the crawl processes' CPU seconds beside it (workers' CPU included).  The dropped log's mean
+bytes per line are reported beside the pages' mean HTML bytes.
 
 ``--index-uri``: ``local`` (default: ``local://`` in a fresh folder per crawl), an
 Elasticsearch URI ``http(s)://HOST:PORT/NAME`` (each crawl gets ``NAME-bench-<mode>-<n>``;
@@ -23,6 +25,7 @@ the noida-db emulator of tests/es_server.py, as the test suite does).
 """
 from __future__ import annotations
 
+import json
 import re
 import resource
 import shutil
@@ -35,20 +38,29 @@ from pathlib import Path
 
 import common
 import sitegen
+import userproject
+
+from dedup.workers import default_workers
 
 FIGURES = [
     ("t4.pages", "pages crawled per run", "pages"),
     ("t4.off_s", "crawl wall time, dedup off", "s"),
-    ("t4.on_s", "crawl wall time, dedup on", "s"),
+    ("t4.on_s", "crawl wall time, dedup on (DEDUP_WORKERS=auto)", "s"),
     ("t4.ratio_wall", "wall-time ratio on/off", "x"),
     ("t4.ratio_elapsed", "Scrapy elapsed-time ratio on/off", "x"),
     ("t4.ratio_cpu", "CPU-time ratio on/off", "x"),
     ("t4.dedup_ms_per_page", "added cost per page with dedup on", "ms/page"),
+    ("t4.ratio_w0", "wall-time ratio on/off, DEDUP_WORKERS=0 (one process)", "x"),
+    ("t4.ratio_w1", "wall-time ratio on/off, DEDUP_WORKERS=1", "x"),
+    ("t4.ratio_w2", "wall-time ratio on/off, DEDUP_WORKERS=2", "x"),
+    ("t4.speedup_w1_w2", "speed-up of the dedup crawl from 1 to 2 workers (wall w1 / w2)", "x"),
+    ("t4.log_line_bytes", "dropped-log bytes per dropped page", "B"),
+    ("t4.html_bytes", "HTML bytes per page (for comparison)", "B"),
 ]
 #: the same figures with another backend (``--index-uri`` not ``local``): ``t4es.*``, no goal
 ES_FIGURES = [(fid.replace("t4.", "t4es.", 1), f"{name}, Elasticsearch", unit) for fid, name, unit in FIGURES]
 _STAT = re.compile(r"'([\w/.\-]+)': (\d+(?:\.\d+)?)")
-SCRAPY = str(Path(sys.executable).with_name("scrapy"))
+WORKERS = {"w0": 0, "w1": 1, "w2": 2}
 
 
 def stats(log: str) -> dict[str, float]:
@@ -63,47 +75,58 @@ def index_uri(base: str, folder: Path, mode: str, n: int) -> str:
     return f"{base.rstrip('/')}-bench-{mode}-{n}"
 
 
-def crawl(url: str, folder: Path, mode: str, uri: str) -> dict:
+def crawl(project: Path, url: str, folder: Path, mode: str, uri: str) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "crawl.log"
-    cmd = [SCRAPY, "crawl", "site", "-a", f"start_url={url}", "-O", str(folder / "items.jsonl"),
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={url}",
            "-s", f"DEDUP_INDEX={uri}", "-s", f"DEDUP_DROPPED_LOG={folder / 'dropped.jsonl'}",
-           "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=INFO",
-           "-s", f"LOG_FILE={log}"]
-    if mode == "off":  # the spider still extracts main text; the search index still gets every page
-        cmd += ["-s", 'ITEM_PIPELINES={"crawler.pipelines.IndexPipeline": 800}']
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+           "-s", "LOG_LEVEL=INFO", "-s", f"LOG_FILE={log}"]
+    if mode == "off":
+        cmd += ["-s", "ADDONS={}"]
+    else:
+        cmd += ["-s", f"DEDUP_WORKERS={WORKERS[mode]}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # workers are the crawl's children: counted too
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=common.ROOT, env=common.env(), capture_output=True, text=True, timeout=3600)
+    env = {**common.env(), "PYTHONPATH": str(common.ROOT)}  # the add-on from this tree, the project from cwd
+    proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=3600)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     if proc.returncode != 0:
         raise RuntimeError(f"scrapy crawl ({mode}) failed with {proc.returncode}:\n{(text or proc.stderr)[-3000:]}")
     st = stats(text)
+    dropped_log = folder / "dropped.jsonl"
+    lines = dropped_log.read_bytes().splitlines() if dropped_log.exists() else []
     return {"mode": mode, "wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "elapsed": st.get("elapsed_time_seconds", float("nan")), "responses": int(st.get("response_received_count", 0)),
             "items": int(st.get("item_scraped_count", 0)), "dropped": int(st.get("item_dropped_count", 0)),
             "flagged": int(st.get("dedup/near_duplicate", 0) + st.get("dedup/duplicate", 0)),
             "exact": int(st.get("dedup/exact_duplicate", 0)), "errors": int(st.get("dedup/errors", 0)),
-            "indexed": int(st.get("dedup/index/added", 0))}
+            "indexed": int(st.get("dedup/index/added", 0)),
+            "line_bytes": statistics.mean(len(x) + 1 for x in lines) if lines else float("nan")}
+
+
+def html_bytes(site: Path) -> float:
+    pages = [p.stat().st_size for p in site.rglob("*.html")]
+    return statistics.mean(pages) if pages else float("nan")
 
 
 def main(argv=None) -> int:
     p = common.parser(__doc__)
-    p.add_argument("--pages", type=int, default=None, help="site size in URLs (default 2000; --quick 150)")
+    p.add_argument("--pages", type=int, default=None, help="site size in URLs (default 1000; --quick 150)")
     p.add_argument("--reps", type=int, default=None, help="crawls per mode (default 3; --quick 1)")
     p.add_argument("--index-uri", default="local",
                    help="local (default), http(s)://HOST:PORT/NAME or es-emulator")
     args = p.parse_args(argv)
-    pages = args.pages or (150 if args.quick else 2000)
+    pages = args.pages or (150 if args.quick else 1000)
     reps = args.reps or (1 if args.quick else 3)
-    res = common.Results("bench_crawl.py", 4, "crawl overhead, dedup on vs off", args)
+    res = common.Results("bench_crawl.py", 4, "crawl overhead in a user's project, dedup on vs off, 0-2 workers", args)
     from crawler.sample_site import serve, stop
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
     emulator = None
     base = args.index_uri
+    auto = f"w{min(default_workers(), 2)}"
     try:
         if base == "es-emulator":
             sys.path.insert(0, str(common.ROOT / "tests"))
@@ -112,13 +135,16 @@ def main(argv=None) -> int:
             emulator = Emulator(tmp / "noida")
             base = emulator.start() + "/bench"
         counts = sitegen.generate(tmp / "site", pages, args.seed)
+        page_bytes = html_bytes(tmp / "site")
+        project = userproject.write(tmp / "project")
         server, url = serve(directory=tmp / "site")
         runs = []
+        modes = ["off", "w0", "w1", "w2"]
         try:
             for r in range(reps):
-                for mode in (("off", "on") if r % 2 == 0 else ("on", "off")):
+                for mode in (modes if r % 2 == 0 else modes[::-1]):
                     folder = tmp / f"{mode}-{r}"
-                    run = crawl(url, folder, mode, index_uri(base, folder, mode, r))
+                    run = crawl(project, url, folder, mode, index_uri(base, folder, mode, r))
                     runs.append(run)
                     print(f"  {mode} #{r}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, "
                           f"{run['responses']} responses", flush=True)
@@ -133,7 +159,7 @@ def main(argv=None) -> int:
     def med(mode: str, key: str) -> float:
         return statistics.median(r[key] for r in runs if r["mode"] == mode)
 
-    on, off = (lambda k: med("on", k)), (lambda k: med("off", k))
+    on, off = (lambda k: med(auto, k)), (lambda k: med("off", k))
     responses = int(on("responses"))
     local = args.index_uri == "local"
     if local:
@@ -150,14 +176,21 @@ def main(argv=None) -> int:
     def figure(fid: str, value: float, unit: str, goal=None, note: str = "") -> None:
         res.figure(ids[fid], names[ids[fid]], value, unit, goal=goal if local else None, note=note)
 
-    figure("t4.pages", responses, "pages", goal=(">=", 2000), note=f"site: {counts}; {reps} crawls per mode; {backend}")
+    figure("t4.pages", responses, "pages", goal=(">=", 1000),
+           note=f"site: {json.dumps(counts)}; {reps} crawls per mode; user project (url + html items, ADDONS); {backend}")
     figure("t4.off_s", off("wall"), "s")
-    figure("t4.on_s", on("wall"), "s")
-    figure("t4.ratio_wall", on("wall") / off("wall"), "x", goal=("<=", 1.3), note=backend)
+    figure("t4.on_s", on("wall"), "s", note=f"DEDUP_WORKERS=auto is {auto[1]} on this machine")
+    figure("t4.ratio_wall", on("wall") / off("wall"), "x", goal=("<=", 1.5), note=backend)
     figure("t4.ratio_elapsed", on("elapsed") / off("elapsed"), "x",
            note="elapsed_time_seconds: from engine start, without process start-up")
-    figure("t4.ratio_cpu", on("cpu") / off("cpu"), "x", note="user+system seconds of the crawl process")
+    figure("t4.ratio_cpu", on("cpu") / off("cpu"), "x", note="user+system seconds of the crawl and its workers")
     figure("t4.dedup_ms_per_page", (on("wall") - off("wall")) / max(responses, 1) * 1e3, "ms/page")
+    for mode in ("w0", "w1", "w2"):
+        figure(f"t4.ratio_{mode}", med(mode, "wall") / off("wall"), "x")
+    figure("t4.speedup_w1_w2", med("w1", "wall") / med("w2", "wall"), "x",
+           note="2 workers beside the crawl process need 3 cores to show their full effect")
+    figure("t4.log_line_bytes", on("line_bytes"), "B", note="title, text, tagged fields, verdict; no HTML")
+    figure("t4.html_bytes", page_bytes, "B")
     res.table("crawls", ["mode", "wall s", "elapsed s", "CPU s", "responses", "items", "dropped", "flagged",
                          "indexed", "errors"],
               [[r["mode"], r["wall"], r["elapsed"], r["cpu"], r["responses"], r["items"], r["dropped"], r["flagged"],

@@ -12,7 +12,8 @@ adds ``DedupPipeline`` (300) and ``IndexPipeline`` (800) to ``ITEM_PIPELINES``, 
 own entries: a pipeline already listed keeps its priority (or its ``None``), and a
 ``LOG_FORMATTER`` set by the project or on the command line is kept. ``DEDUP_*``
 settings (see :mod:`crawler.config`) configure the rest; items need a ``url`` and
-either a ``page``, raw HTML in ``DEDUP_HTML_FIELD`` or ``title``/``text`` fields.
+either raw HTML in ``DEDUP_HTML_FIELD`` (``DedupPipeline`` adds its ``title`` and ``text``) or
+``title``/``text`` fields.
 
 ``scrapy shell``, ``check``, ``fetch``, ``view``, ``parse`` (without ``--pipelines``) and ``list`` get
 none of it (:data:`NON_CRAWL_COMMANDS`): they decide nothing, and so run while a crawl holds the

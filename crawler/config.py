@@ -55,7 +55,8 @@ SETTINGS: tuple[Setting, ...] = (
             f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
             "in `item['dedup']`."),
     Setting("DEDUP_DROPPED_LOG", None,
-            "JSON-lines file that gets one line per dropped item (url, time, verdict, item). "
+            "JSON-lines file that gets one line per dropped item (url, time, the index it was dropped from, verdict, "
+            "the item's fields with its extracted title and text but not its raw HTML, the page's tagged fields). "
             "`None`: `dropped.jsonl` in the local index directory (the working directory for other backends)."),
     Setting("DEDUP_ES_OPTIONS", {},
             "Elasticsearch connection and index options, a dict (a JSON object on the command line): "
@@ -64,8 +65,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`bulk_size` (search-index writes per bulk request, 50), `shards`, `replicas`. "
             "User and password go in the URI: `https://USER:PASSWORD@HOST:9200/INDEX`."),
     Setting("DEDUP_HTML_FIELD", "html",
-            "Item field holding raw HTML, parsed when an item carries no parsed page; items with neither "
-            "are checked on their `url`, `title` and `text` fields."),
+            "Item field holding raw HTML (str or bytes; an optional `content_type` field gives its charset), "
+            "parsed once by `DedupPipeline`, which fills in the item's `title` and `text` where it has none; "
+            "items without HTML are checked on their `url`, `title` and `text` fields."),
     Setting("DEDUP_INDEX", "local://.dedup",
             "URI of the dedup index and of the search index of kept pages: `local://PATH` "
             "(embedded), `http(s)://HOST:PORT/INDEX` or `es://HOST:PORT/INDEX` (Elasticsearch)."),
@@ -77,7 +79,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_MAX_PAGE_BYTES", MAX_PAGE_BYTES,
             "Largest HTML body parsed, in bytes; a longer one is cut there before decoding and parsing, and "
             "its verdict says so (`scores.truncated.bytes` = [original, kept]). An integer >= 1024, or "
-            "`None` for no limit. Pages parsed by the `site` spider use the default."),
+            "`None` for no limit."),
     Setting("DEDUP_MAX_TEXT_CHARS", MAX_TEXT_CHARS,
             "Longest main text featurized, in characters; longer text is cut there (at a word) and the "
             "verdict says so (`scores.truncated.chars` = [original, kept]). An integer >= 1000, or `None` "
@@ -101,6 +103,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_WEIGHTS", "tdw",
             f"Term weights by page field: a preset ({', '.join(f'`{p}`' for p in PRESETS)}) or a mapping "
             "(a JSON object on the command line) of field name to weight."),
+    Setting("DEDUP_WORKERS", "auto",
+            "Worker processes that parse pages and compute their features while the crawl process decides and "
+            "writes (one writer): an integer >= 0 (0: all in the crawl process), or `auto`: one per core beyond "
+            "the first, at most 4 (0 on one core)."),
 )
 
 DEFAULTS: dict[str, Any] = {s.name: s.default for s in SETTINGS}
@@ -118,6 +124,7 @@ class DedupSettings:
     config: DedupConfig
     es_options: dict
     spool: str
+    workers: int = 0
 
 
 # -- value parsers: (name, raw value) -> typed value, or ValueError naming the setting ----------
@@ -264,6 +271,17 @@ def _es_options(name: str, value: Any) -> dict[str, Any]:
     return dict(parsed)
 
 
+def _workers(name: str, value: Any) -> int:
+    from dedup.workers import default_workers
+
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return default_workers()
+    try:
+        return _int(name, value, minimum=0)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer >= 0 or 'auto', got {value!r}") from None
+
+
 def _get(settings: Any, name: str) -> Any:
     value = settings.get(name) if settings is not None else None
     return DEFAULTS[name] if value is None else value
@@ -329,7 +347,8 @@ def read_settings(settings: Any) -> DedupSettings:
                          title_anchor=title_anchor, drop=drop, max_page_bytes=max_page_bytes,
                          max_text_chars=max_text_chars)
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
-                         index=index, config=config, es_options=es_options, spool=spool)
+                         index=index, config=config, es_options=es_options, spool=spool,
+                         workers=get("DEDUP_WORKERS", _workers))
 
 
 def _format_default(value: Any) -> str:

@@ -1,9 +1,12 @@
 """The two item pipelines: ``DedupPipeline`` decides, ``IndexPipeline`` stores the kept pages.
 
-``DedupPipeline`` (priority 300) checks each item against the dedup index at
-``DEDUP_INDEX``, records the verdict in ``item["dedup"]``, adds kept pages to the
-index, and drops items whose status is in ``DEDUP_DROP`` after appending them to
-the dropped log. ``IndexPipeline`` (priority 800) writes the items that survive to
+``DedupPipeline`` (priority 300) makes each item's page (:func:`dedup.sources.page_from_source`:
+its raw HTML parsed once, else its title and text), gives the item the page's ``title`` and
+``text`` where it has none, checks the page against the dedup index at ``DEDUP_INDEX``,
+records the verdict in ``item["dedup"]``, adds kept pages to the index, and drops items whose
+status is in ``DEDUP_DROP`` after appending them to the dropped log. With ``DEDUP_WORKERS``,
+parsing and features run in worker processes (:mod:`dedup.workers`) and the decisions stay
+here, one at a time, in the order the items arrived. ``IndexPipeline`` (priority 800) writes the items that survive to
 the search index at the same URI. Both open their index when the spider opens and
 close it when it closes, so a JOBDIR crawl that is paused and resumed continues
 from a consistent index (the dedup index commits every add).
@@ -19,11 +22,10 @@ for logging.
 """
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from itemadapter import ItemAdapter
 from scrapy import Spider
@@ -31,13 +33,17 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
-from dedup.page import Page, parse_page, text_page
+from dedup.droplog import DropLogWriter
+from dedup.page import Page
 from dedup.record import epoch_seconds
+from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
+from dedup.workers import WorkerError, WorkerPool
 
 from .config import is_enabled, read_settings
+from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
 
-__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_page"]
+__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +55,14 @@ def _es_errors(*names: str) -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover
         return ()
     return tuple(getattr(elastic, name) for name in names)
+
+
+def _asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop (Scrapy's default asyncio reactor), or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
@@ -82,18 +96,14 @@ class DuplicateDropped(DropItem):
         self.verdict = verdict
 
 
-def item_page(adapter: ItemAdapter, html_field: str = "html", **limits: Any) -> Page:
-    """The page of an item: the parsed one in ``page`` (removed from the item), else
-    ``html_field`` parsed (``limits``: ``max_bytes``, ``max_text_chars`` of :func:`parse_page`),
-    else a page made of the item's ``url``, ``title`` and ``text``."""
-    page = adapter.pop("page", None)
+def item_source(adapter: ItemAdapter, html_field: str = "html") -> Source | Page:
+    """What the page of an item is made from (:class:`dedup.sources.Source`): raw HTML in
+    ``html_field``, else the item's ``url``, ``title`` and ``text``. A parsed page in ``page`` (an item
+    replayed from the spool) is taken out of the item and returned as it is."""
+    page = adapter.pop("page", None) if "page" in adapter else None
     if isinstance(page, Page):
         return page
-    url = str(adapter.get("url") or "")
-    html = adapter.get(html_field)
-    if html:
-        return parse_page(html, url, **limits)
-    return text_page(url, adapter.get("title"), adapter.get("text"))
+    return Source.from_item(adapter, html_field)
 
 
 class _PipelineBase:
@@ -115,9 +125,13 @@ class DedupPipeline(_PipelineBase):
 
     def __init__(self, *, index_uri: str, config: DedupConfig, dropped_log: str | Path,
                  html_field: str = "html", debug: bool = False, crawler: Crawler | None = None,
-                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None) -> None:
+                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None,
+                 workers: int = 0) -> None:
         self.index_uri = index_uri
         self.config = config
+        self.workers = workers
+        self.pool: WorkerPool | None = None
+        self._turn: asyncio.Future | None = None  # the decision of the item that arrived last
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or Path(dropped_log).with_name("spool.jsonl"))
         self.unavailable: BaseException | None = None  # the first outage; later items are spooled at once
@@ -127,7 +141,7 @@ class DedupPipeline(_PipelineBase):
         self.crawler = crawler
         self.index: Any = None
         self.deduplicator: Deduplicator | None = None
-        self._dropped_log: IO[str] | None = None
+        self._dropped_log: DropLogWriter | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "DedupPipeline":
@@ -137,7 +151,7 @@ class DedupPipeline(_PipelineBase):
         s = read_settings(crawler.settings)
         return cls(index_uri=s.index, config=s.config, dropped_log=s.dropped_log, html_field=s.html_field,
                    debug=s.debug, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                   spool=s.spool)
+                   spool=s.spool, workers=s.workers)
 
     # -- spider lifecycle ------------------------------------------------------------------------
     def open_spider(self, spider: Spider | None = None) -> None:
@@ -145,13 +159,25 @@ class DedupPipeline(_PipelineBase):
 
         self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
                                 **self.index_options)
-        self.deduplicator = Deduplicator(self.index, self.config)
-        self.dropped_log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._dropped_log = self.dropped_log_path.open("a", encoding="utf-8")
-        logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s", self.index_uri, len(self.index),
-                    ", ".join(self.config.drop) or "nothing", self.dropped_log_path, extra=self._extra)
+        self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
+        if self.workers and _asyncio_loop() is not None:
+            self.pool = WorkerPool(self.workers)
+            self.pool.broadcast(prepare, self.config)  # loads while the first responses download
+        # with workers, this process featurizes only when a worker fails: its word tables load then, if ever
+        self.deduplicator = Deduplicator(self.index, self.config,
+                                         featurizer=LazyFeaturizer(self.config) if self.pool else None)
+        if self.workers and self.pool is None:
+            logger.warning("DEDUP_WORKERS=%d needs Scrapy's asyncio reactor; parsing in the crawl process",
+                           self.workers, extra=self._extra)
+        logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s; %s", self.index_uri,
+                    len(self.index), ", ".join(self.config.drop) or "nothing", self.dropped_log_path,
+                    f"{self.workers} worker process(es) parse pages" if self.pool else "pages parsed in-process",
+                    extra=self._extra)
 
     def close_spider(self, spider: Spider | None = None) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         if self._dropped_log is not None:
             self._dropped_log.close()
             self._dropped_log = None
@@ -170,20 +196,51 @@ class DedupPipeline(_PipelineBase):
     # -- items -----------------------------------------------------------------------------------
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
-        url = adapter.get("url")
         assert self.deduplicator is not None, "open_spider() was not called"
         previous = adapter.get("dedup")
         replay = previous.get(REPLAY_KEY) if isinstance(previous, dict) else None
         if replay == "index":  # decided and recorded by an earlier crawl; IndexPipeline stores it
             del previous[REPLAY_KEY]
             return item
+        source = item_source(adapter, self.html_field)
+        if self.pool is not None and isinstance(source, Source) and self.unavailable is None:
+            return self._pooled(adapter, source, replay)
+        return self._decide(adapter, source, None, replay)
+
+    async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any) -> Any:
+        """Parse and featurize in a worker process; decide here, in the order the items arrived (the
+        same verdicts as in-process, whichever worker finishes first)."""
+        loop = asyncio.get_running_loop()
+        turn, mine = self._turn, loop.create_future()
+        self._turn = mine
+        try:
+            try:
+                assert self.pool is not None
+                page, features = await asyncio.wrap_future(self.pool.submit(features_from_source, source,
+                                                                            self.config))
+            except WorkerError:  # a worker failed or died: this process does the work (and logs any error)
+                page, features = source, None
+            if turn is not None:
+                await turn
+            return self._decide(adapter, page, features, replay)
+        finally:
+            mine.set_result(None)
+            if self._turn is mine:
+                self._turn = None
+
+    def _decide(self, adapter: ItemAdapter, source: Source | Page, features: Any, replay: Any) -> Any:
+        """Check the item's page (parsed here unless ``source`` is already a page), record the verdict,
+        and return the item or raise :class:`DuplicateDropped`."""
+        item = adapter.item
+        url = adapter.get("url")
         page = None
         try:
-            page = item_page(adapter, self.html_field, max_bytes=self.config.max_page_bytes,
-                             max_text_chars=self.config.max_text_chars)
+            page = source if isinstance(source, Page) else page_from_source(source, self.config)
+            self._complete(adapter, page)
             if self.unavailable is not None:
                 raise self.unavailable
-            verdict = self.deduplicator.process(page, fetched_at=epoch_seconds(adapter.get("fetched_at")))
+            verdict = self.deduplicator.process(page, features=features,
+                                                fetched_at=epoch_seconds(adapter.get("fetched_at")))
         except _unavailable_errors() as exc:
             return self._spool(adapter, page, exc)
         except Exception as exc:  # one bad page must not stop the crawl; the traceback is logged
@@ -201,7 +258,7 @@ class DedupPipeline(_PipelineBase):
             self._inc("dedup/kept")
             return item
         self._inc("dedup/dropped")
-        self._log_dropped(adapter, verdict)
+        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,))
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
             verdict, log_level="INFO" if self.debug else "DEBUG")
@@ -220,16 +277,23 @@ class DedupPipeline(_PipelineBase):
         raise DropItem(f"{adapter.get('url')}: spooled to {self.spool.path} (dedup index unavailable)",
                        log_level="WARNING")
 
-    def _log_dropped(self, adapter: ItemAdapter, verdict: Verdict) -> None:
-        assert self._dropped_log is not None
-        line = {
-            "url": adapter.get("url"),
-            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "verdict": verdict.to_dict(),
-            "item": adapter.asdict(),
-        }
-        self._dropped_log.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
-        self._dropped_log.flush()  # a crash loses nothing already decided
+    def _complete(self, adapter: ItemAdapter, page: Page) -> None:
+        """Give the item the page's ``title`` and extracted ``text`` where it has none (an item with only
+        raw HTML is searchable and exported with its text), and drop its transient fields."""
+        for name in (self.html_field, "content_type"):
+            if name in adapter and adapter.get_field_meta(name).get(TRANSIENT):
+                del adapter[name]
+        for name, value in (("title", page.title), ("text", page.text)):
+            if adapter.get(name):
+                continue
+            try:
+                adapter[name] = value
+            except KeyError:  # an Item class without the field: the search index gets no text for it
+                if not getattr(self, "_warned_text", False):
+                    self._warned_text = True
+                    logger.warning("%s has no %r field: kept pages are stored in the search index without "
+                                   "their extracted title/text", type(adapter.item).__name__, name,
+                                   extra=self._extra)
 
     def _set_dedup(self, adapter: ItemAdapter, verdict: dict[str, Any]) -> None:
         try:
@@ -247,8 +311,11 @@ class IndexPipeline(_PipelineBase):
     FIELDS = ("url", "title", "text", "fetched_at", "dedup")
 
     def __init__(self, *, index_uri: str, crawler: Crawler | None = None,
-                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None) -> None:
+                 index_options: dict[str, Any] | None = None, spool: str | Path | None = None,
+                 html_field: str = "html", config: DedupConfig | None = None) -> None:
         self.index_uri = index_uri
+        self.html_field = html_field
+        self.limits = config or DedupConfig()
         self.crawler = crawler
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or "spool.jsonl")
@@ -260,7 +327,7 @@ class IndexPipeline(_PipelineBase):
             raise NotConfigured("DEDUP_ENABLED is False")
         s = read_settings(crawler.settings)
         return cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                   spool=s.spool)
+                   spool=s.spool, html_field=s.html_field, config=s.config)
 
     def open_spider(self, spider: Spider | None = None) -> None:
         from index import open_search
@@ -297,6 +364,11 @@ class IndexPipeline(_PipelineBase):
         adapter = ItemAdapter(item)
         doc = {name: adapter.get(name) for name in self.FIELDS}
         doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
+        if not doc["text"] and adapter.get(self.html_field):
+            # raw HTML that DedupPipeline did not turn into text (an Item class without a text field, or
+            # this pipeline alone): the search index still gets the page's title and text
+            page = page_from_source(Source.from_item(adapter, self.html_field), self.limits)
+            doc["title"], doc["text"] = doc["title"] or page.title, page.text
         try:
             self.search.add(doc)
         except _es_errors("IndexUnavailable", "BulkIndexError") as exc:  # spooled, replayed by the next crawl

@@ -32,7 +32,7 @@ ADDONS = {"crawler.addon.DedupAddon": 100}
 DEDUP_INDEX = "local://.dedup"
 
 FEED_EXPORT_ENCODING = "utf-8"
-# the item's private "page" field never reaches a feed, even with DEDUP_ENABLED=False
+# the site spider's transient "html"/"content_type" fields never reach a feed, even with DEDUP_ENABLED=False
 FEED_EXPORT_FIELDS = ["url", "title", "text", "fetched_at", "dedup"]
 # No interactive back doors into a running crawl (the remote-control extension,
 # new in Scrapy 2.19, also writes job files to the user's state directory).

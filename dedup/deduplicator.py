@@ -168,10 +168,12 @@ class Deduplicator:
         page = parse_page(html, url, **kwargs)
         return page, self.process(page)
 
-    def process(self, page: Page, **record_fields: Any) -> Verdict:
-        """Check ``page``; when its status is not in ``config.drop``, add it to the index."""
-        limit_text(page, self.config.max_text_chars)
-        features = self.featurizer(page)
+    def process(self, page: Page, *, features: Features | None = None, **record_fields: Any) -> Verdict:
+        """Check ``page``; when its status is not in ``config.drop``, add it to the index.
+        ``features``: the page's, when computed elsewhere (a worker process; same featurizer settings)."""
+        if features is None:
+            limit_text(page, self.config.max_text_chars)
+            features = self.featurizer(page)
         verdict = self.check(page, features)
         verdict.kept = verdict.status not in self.config.drop
         if verdict.kept:

@@ -1,12 +1,20 @@
-"""The dropped-page log: reading, folding, filtering, summarising, and restoring pages from it.
+"""The dropped-page log: writing, reading, folding, filtering, summarising, and restoring pages from it.
 
-The log (``DEDUP_DROPPED_LOG``, written by ``crawler.pipelines.DedupPipeline``) is JSON lines:
+The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWriter` only:
 
-* a **drop** line per dropped item: ``{"url", "time", "verdict": {...}, "item": {...}}``
-  (``time`` ISO 8601 UTC, ``verdict`` a :class:`~dedup.deduplicator.Verdict` dict, ``item`` the
-  exported fields: ``url``, ``title``, ``text``, ``fetched_at``, ``dedup``);
+* a **drop** line per dropped page: ``{"url", "time", "index", "verdict": {...}, "item": {...},
+  "page": {...}}``: ``time`` ISO 8601 UTC; ``index`` the index the page was checked against and
+  dropped from (:func:`index_identity`: a ``local://`` path made absolute, no credentials);
+  ``verdict`` a :class:`~dedup.deduplicator.Verdict` dict (the only copy of it in the line);
+  ``item`` the item's own fields with ``url``, ``title`` and the extracted ``text``, but not its
+  raw HTML; ``page`` the tagged fields of the parsed page (:func:`dedup.sources.page_fields`:
+  headings, bold, anchors, keywords, ...). Title, text and fields rebuild the page the crawl
+  decided on (:meth:`dedup.sources.Source.from_logged`), so raw HTML is not needed (measured on
+  the generated news site of ``benchmarks/bench_crawl.py``: 4.8 KB a line for pages of 40 KB of HTML).
 * an **event** line appended by ``dedup dropped restore``:
-  ``{"event": "restored", "url", "time", ...}``.
+  ``{"event": "restored", "url", "time", "record_id", "index"}``.
+
+Lines of older logs (no ``index``/``page``; the verdict repeated in ``item.dedup``) are read too.
 
 The log is append-only (a crash in the middle of a write can only leave a partial *last* line,
 which readers report and skip): restoring a page appends an event, it never rewrites the file.
@@ -40,12 +48,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 
+from .page import Page
 from .record import epoch_seconds
+from .sources import Source, features_from_source, page_fields, page_from_source
 
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
     "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "page_from_item",
-    "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES",
+    "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES", "DropLogWriter", "index_identity",
 ]
 
 try:
@@ -171,6 +181,8 @@ class Entry(VerdictFields):
     drops: int = 1
     state: str = "dropped"
     restored_at: str | None = None
+    index: str | None = None  # the index the page was dropped from (None: an older line does not say)
+    restored_into: str | None = None
 
     @property
     def host(self) -> str:
@@ -184,7 +196,7 @@ class Entry(VerdictFields):
         out = {"url": self.url, "time": self.time, "state": self.state, "restored_at": self.restored_at,
                "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of,
                "score": self.score, "host": self.host, "title": self.title, "drops": self.drops,
-               "line": self.line}
+               "line": self.line, "index": self.index, "restored_into": self.restored_into}
         if verdict:
             out["verdict"] = self.verdict
         return out
@@ -234,16 +246,27 @@ class DropLog:
             self._by_url = {e.url: e for e in self.entries}
         return self._by_url.get(url)
 
-    def item(self, entry: Entry) -> dict[str, Any]:
-        """The full logged item of ``entry`` (``url``, ``title``, ``text``, ...), re-read from the log."""
+    def line(self, entry: Entry) -> dict[str, Any]:
+        """The drop line of ``entry``, re-read from the log."""
         with open(self.path, "rb") as f:
             f.seek(entry.offset)
             obj = json.loads(f.readline())
-        item = obj.get("item") if isinstance(obj, dict) else None
+        return obj if isinstance(obj, dict) else {}
+
+    def item(self, entry: Entry) -> dict[str, Any]:
+        """The full logged item of ``entry`` (``url``, ``title``, ``text``, ...), re-read from the log."""
+        item = self.line(entry).get("item")
         if not isinstance(item, dict):
             item = {}
         item.setdefault("url", entry.url)
         return item
+
+    def source(self, entry: Entry) -> Source:
+        """What :func:`~dedup.sources.page_from_source` rebuilds ``entry``'s page from."""
+        line = self.line(entry)
+        item = line.get("item") if isinstance(line.get("item"), dict) else {}
+        page = line.get("page") if isinstance(line.get("page"), dict) else None
+        return Source.from_logged({**item, "url": entry.url}, page)
 
     def find_item(self, url: str) -> dict[str, Any] | None:
         """The item logged for ``url`` (any state), or None."""
@@ -286,6 +309,7 @@ def read_log(path: str | os.PathLike) -> DropLog:
             else:
                 entry.state = RESTORED
                 entry.restored_at = obj.get("time") if isinstance(obj.get("time"), str) else None
+                entry.restored_into = obj.get("index") if isinstance(obj.get("index"), str) else None
             continue
         verdict = obj.get("verdict")
         if not isinstance(verdict, dict):
@@ -296,7 +320,8 @@ def read_log(path: str | os.PathLike) -> DropLog:
         by_url[url] = Entry(
             url=url, time=obj.get("time") if isinstance(obj.get("time"), str) else "", verdict=verdict,
             title=str(item.get("title") or ""), line=number, offset=offset, fetched_at=item.get("fetched_at"),
-            drops=previous.drops + 1 if previous else 1)
+            drops=previous.drops + 1 if previous else 1,
+            index=obj.get("index") if isinstance(obj.get("index"), str) else None)
     log.entries = list(by_url.values())
     return log
 
@@ -425,6 +450,65 @@ def summarize(entries: Sequence[Entry], bins: int = 10, lo: float | None = None)
 
 
 # -- writing ---------------------------------------------------------------------------------------
+def index_identity(uri: str) -> str:
+    """``uri`` as a dropped log records which index a page was dropped from, so that two spellings of
+    one index compare equal: a ``local://`` path made absolute (``local://.dedup`` run elsewhere is
+    another directory); an Elasticsearch URI as ``http(s)://host:port/name`` (``es://`` is http, the
+    port 9200 by default) without user name or password (the log is no place for credentials)."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if scheme == "local":
+        path = uri.split("://", 1)[1]
+        return "local://" + os.path.abspath(os.path.expanduser(path))
+    host = (parts.hostname or "").lower()
+    host = f"[{host}]" if ":" in host else host
+    return f"{'http' if scheme == 'es' else scheme}://{host}:{parts.port or 9200}/{parts.path.strip('/')}"
+
+
+class DropLogWriter:
+    """The one writer of drop lines (see the module docstring), appending to ``path``.
+
+    Each line is flushed when written: a crash loses nothing already decided.
+    """
+
+    def __init__(self, path: str | os.PathLike, index: str | None = None) -> None:
+        self.path = Path(path)
+        self.index = index_identity(index) if index else None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def write(self, verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None,
+              omit: Iterable[str] = ()) -> None:
+        """Log a dropped page: its ``verdict`` (a Verdict dict), ``item`` (its fields; ``dedup``, ``page``
+        and the names in ``omit``, e.g. the raw-HTML field, are left out) and the parsed ``page``
+        (its title and text complete the item; its tagged fields are kept beside it)."""
+        skip = {"dedup", "page", *omit}
+        logged = {k: v for k, v in item.items() if k not in skip}
+        if page is not None:
+            if not logged.get("title"):
+                logged["title"] = page.title
+            if not logged.get("text"):
+                logged["text"] = page.text
+        line: dict[str, Any] = {"url": logged.get("url") or (page.url if page else None), "time": iso_now()}
+        if self.index:
+            line["index"] = self.index
+        line["verdict"] = verdict
+        line["item"] = logged
+        if page is not None:
+            line["page"] = page_fields(page)
+        self._file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+
+    def sync(self) -> None:
+        """Flush and fsync (a checkpoint that must survive a power cut)."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
 def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
     """Append one event line to the log with a single ``O_APPEND`` write, then fsync.
 
@@ -444,11 +528,10 @@ def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
 
 
 # -- restoring -------------------------------------------------------------------------------------
-def page_from_item(item: dict[str, Any]):
-    """A :class:`~dedup.page.Page` of a logged item's ``url``, ``title`` and ``text``."""
-    from .page import text_page
-
-    return text_page(str(item.get("url") or ""), item.get("title"), item.get("text"))
+def page_from_item(item: dict[str, Any], page: dict[str, Any] | None = None) -> Page:
+    """A :class:`~dedup.page.Page` of a logged item's ``url``, ``title`` and ``text`` (and its logged
+    tagged fields ``page``), through :func:`dedup.sources.page_from_source`."""
+    return page_from_source(Source.from_logged(item, page))
 
 
 def restored_dedup(verdict: dict[str, Any], when: str) -> dict[str, Any]:
@@ -461,29 +544,34 @@ def restored_dedup(verdict: dict[str, Any], when: str) -> dict[str, Any]:
 @dataclass
 class RestoreResult:
     url: str
-    outcome: str  # "restored", "already_restored", "not_found", "error"
+    outcome: str  # "restored", "already_restored", "not_found", "refused", "error"
     message: str
     record_id: int | None = None
+    index: str | None = None  # the index written (restored) or refused
 
     def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "outcome": self.outcome, "message": self.message, "record_id": self.record_id}
+        return {"url": self.url, "outcome": self.outcome, "message": self.message, "record_id": self.record_id,
+                "index": self.index}
 
 
-def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any = "tdw",
+def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any = "tdw", force: bool = False,
             progress: Callable[[int, int], None] | None = None) -> list[RestoreResult]:
     """Put the dropped pages ``urls`` back: into the dedup index (a record made from the logged
-    title and text), into the search index (document with ``dedup.status == "restored"``), and
-    mark them restored in the log (an appended event).  Works through the
-    :class:`~index.base.DedupIndex`/:class:`~index.base.SearchIndex` Protocols only.
+    title, text and tagged fields), into the search index (document with ``dedup.status ==
+    "restored"``), and mark them restored in the log (an appended event naming the index).
+    Works through the :class:`~index.base.DedupIndex`/:class:`~index.base.SearchIndex` Protocols only.
 
-    Safe to repeat: an entry already restored is reported, not added again; a restore
-    interrupted after the index writes is completed without a second record (the dedup index
-    is asked, by content hash, whether it already holds this URL's record).
+    Safe: an index that does not exist, or that is not the one a page was dropped from (the drop
+    line's ``index``), is refused (outcome ``refused``, the entry stays restorable) unless ``force``;
+    ``force`` creates a missing index. Safe to repeat: an entry already restored into this index is
+    reported, not added again; a restore interrupted after the index writes is completed without a
+    second record (the dedup index is asked, by content hash, whether it already holds this URL's record).
     """
     from index import open_index, open_search  # lazy: dedup's modules do not import index
 
-    from .features import Featurizer
+    from .deduplicator import DedupConfig
 
+    target = index_identity(index_uri)
     results: list[RestoreResult] = []
     todo: list[Entry] = []
     seen: set[str] = set()
@@ -494,21 +582,38 @@ def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any =
         seen.add(url)
         if entry is None:
             results.append(RestoreResult(url, "not_found", f"{url} is not in the dropped log {log.path}"))
-        elif entry.state == RESTORED:
+        elif entry.state == RESTORED and entry.restored_into in (None, target):
             results.append(RestoreResult(url, "already_restored",
-                                         f"{url} was already restored at {entry.restored_at or '(unknown time)'}; "
-                                         "nothing added"))
+                                         f"{url} was already restored at {entry.restored_at or '(unknown time)'}"
+                                         f" into {entry.restored_into or '(index not recorded)'}; nothing added",
+                                         index=entry.restored_into))
         else:
             todo.append(entry)
+    if todo and not force:
+        exists = _exists(open_search, index_uri)
+        ok = []
+        for entry in todo:
+            if not exists:
+                results.append(RestoreResult(
+                    entry.url, "refused", f"{entry.url}: there is no index at {target} (the page was dropped from "
+                    f"{entry.index or 'an index its log line does not name'}); nothing restored (--force creates it)",
+                    index=target))
+            elif entry.index and entry.index != target:
+                results.append(RestoreResult(
+                    entry.url, "refused", f"{entry.url} was dropped from {entry.index}, not from {target}; nothing "
+                    f"restored (--force restores it into {target} anyway)", index=target))
+            else:
+                ok.append(entry)
+        todo = ok
     if not todo:
         return results
-    featurizer = Featurizer(weights=weights)
+    config = DedupConfig(weights=weights)
     index = open_index(index_uri)
     try:
         search = open_search(index_uri)
         try:
             for n, entry in enumerate(todo, 1):
-                results.append(_restore_one(log, entry, index, search, featurizer, index_uri))
+                results.append(_restore_one(log, entry, index, search, config, target))
                 if progress:
                     progress(n, len(todo))
         finally:
@@ -520,21 +625,28 @@ def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any =
     return results
 
 
-def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, featurizer: Any,
-                 index_uri: str) -> RestoreResult:
-    item = log.item(entry)
-    if not item.get("text") and not item.get("title"):
+def _exists(open_search: Callable[..., Any], uri: str) -> bool:
+    """Whether the search index at ``uri`` exists (opened read-only: never created)."""
+    try:
+        open_search(uri, readonly=True).close()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: Any, target: str) -> RestoreResult:
+    source = log.source(entry)
+    if not source.has_content:
         return RestoreResult(entry.url, "error", f"line {entry.line} logs no title or text for {entry.url}; "
                              "nothing to restore")
-    page = page_from_item(item)
-    features = featurizer(page)
+    item = log.item(entry)
+    page, features = features_from_source(source, config)
     when = iso_now()
     fetched_at = epoch_seconds(item.get("fetched_at"))
     record_id = _existing_record(index, entry.url, features.content_hash)
     if record_id is None:
-        extra_fields = {"fetched_at": fetched_at}
         record = features.to_record(page, status=entry.status or "exact_duplicate",
-                                    duplicate_of=entry.duplicate_of, **extra_fields)
+                                    duplicate_of=entry.duplicate_of, fetched_at=fetched_at)
         record.extra["restored_at"] = when
         try:
             record_id = index.add(record)
@@ -544,24 +656,15 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, featurizer
             record.status = "exact_duplicate"
             record.duplicate_of = holder[0].url if holder else entry.duplicate_of
             record_id = index.add(record)
-    doc = {"url": entry.url, "title": item.get("title") or "", "text": item.get("text") or "",
+    doc = {"url": entry.url, "title": page.title, "text": page.text,
            "fetched_at": fetched_at, "dedup": restored_dedup(entry.verdict, when)}
     search.add(doc)
     search.flush()  # durable before the log says so (a backend may buffer adds)
     append_event(log.path, {"event": RESTORED, "url": entry.url, "time": when, "record_id": record_id,
-                            "index": _public_uri(index_uri)})
-    entry.state, entry.restored_at = RESTORED, when
-    return RestoreResult(entry.url, "restored", f"{entry.url} restored (dedup record {record_id})", record_id)
-
-
-def _public_uri(uri: str) -> str:
-    """``uri`` without a user name or password (the log is no place for credentials)."""
-    parts = urlsplit(uri)
-    if parts.username is None and parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
+                            "index": target})
+    entry.state, entry.restored_at, entry.restored_into = RESTORED, when, target
+    return RestoreResult(entry.url, "restored", f"{entry.url} restored into {target} (dedup record {record_id})",
+                         record_id, target)
 
 
 def _existing_record(index: Any, url: str, content_hash: str) -> int | None:

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import scrapy
 
 from scrapy.http import HtmlResponse, Response
 from scrapy.crawler import AsyncCrawlerRunner
@@ -20,7 +21,6 @@ from crawler.items import PageItem
 from conftest import ALL_PATHS, EXACT, MANIFEST, NEAR, SAME_TITLE, by_path
 from crawler.sample_site import manifest_key
 from crawler.spiders.site import SiteSpider
-from dedup.page import Page
 from index import open_index, open_search
 
 CRAWL = pytest.mark.crawl  # the tests that run at least one real crawl
@@ -122,11 +122,12 @@ def test_exported_item_fields(first):
 def test_dropped_log_lines(first):
     assert first.dropped
     for line in first.dropped:
-        assert set(line) == {"url", "time", "verdict", "item"}
+        assert set(line) == {"url", "time", "index", "verdict", "item", "page"}
         assert datetime.fromisoformat(line["time"].replace("Z", "+00:00")).utcoffset().total_seconds() == 0
-        assert line["item"]["url"] == line["url"]
-        assert "page" not in line["item"] and line["item"]["text"]
-        assert line["item"]["dedup"] == line["verdict"]
+        assert line["item"]["url"] == line["url"] and line["index"] == f"local://{first.index}"
+        # the verdict once; no raw HTML: title, text and the tagged fields rebuild the page
+        assert set(line["item"]) == {"url", "title", "text", "fetched_at"} and line["item"]["text"]
+        assert line["page"]["anchor_count"] >= 1 and line["page"]["extraction"]
 
 
 @CRAWL
@@ -190,6 +191,19 @@ def test_jobdir_pause_and_resume_matches_uninterrupted_crawl(site_url, crawl, tm
 
 
 @CRAWL
+def test_worker_processes_give_the_verdicts_of_one_process(site_url, crawl, tmp_path):
+    """DEDUP_WORKERS parse pages in other processes; decisions stay in the crawl process, in arrival order."""
+    alone = crawl(site_url, tmp_path / "alone", "DEDUP_WORKERS=0")
+    pooled = crawl(site_url, tmp_path / "pooled", "DEDUP_WORKERS=2")
+    assert alone.returncode == 0 and pooled.returncode == 0, pooled.log[-3000:]
+    assert "pages parsed in-process" in alone.log and "2 worker process(es) parse pages" in pooled.log
+    for a, b in ((alone.items, pooled.items), (alone.dropped, pooled.dropped)):
+        assert {manifest_key(x["url"]): (x.get("dedup") or x["verdict"])["status"] for x in a} == \
+               {manifest_key(x["url"]): (x.get("dedup") or x["verdict"])["status"] for x in b}
+    assert {i["url"]: i["text"] for i in alone.items} == {i["url"]: i["text"] for i in pooled.items}
+
+
+@CRAWL
 def test_addon_enables_dedup_in_another_project(site_url, subprocess_env, tmp_path):
     """A project-less CrawlerProcess with only ADDONS set gets both pipelines and the log formatter."""
     script = tmp_path / "run.py"
@@ -228,7 +242,7 @@ def _spider(**kwargs) -> SiteSpider:
     return spider
 
 
-def test_spider_yields_a_parsed_page_and_follows_same_origin_links_verbatim():
+def test_spider_yields_the_raw_page_and_follows_same_origin_links_verbatim():
     spider = _spider(start_url="http://a.example:8080/")
     body = (b"<html><head><title>Roof</title></head><body><article><p>The council voted to repair the roof."
             b"</p></article><a href='/b.html;jsessionid=X1?utm_source=n&amp;utm_medium=e'>b</a>"
@@ -237,9 +251,10 @@ def test_spider_yields_a_parsed_page_and_follows_same_origin_links_verbatim():
     response = HtmlResponse("http://a.example:8080/a.html?sid=1", body=body,
                             headers={"Content-Type": "text/html; charset=utf-8"})
     item, *requests = list(spider.parse(response))
-    assert isinstance(item, PageItem) and isinstance(item["page"], Page)
-    assert item["url"] == "http://a.example:8080/a.html?sid=1" and item["title"] == "Roof"
-    assert item["text"] == item["page"].text and "council" in item["text"]
+    # not parsed here: DedupPipeline parses the body once and fills in title and text
+    assert isinstance(item, PageItem) and item["html"] is response.body
+    assert item["content_type"] == "text/html; charset=utf-8" and "title" not in item
+    assert item["url"] == "http://a.example:8080/a.html?sid=1"
     assert isinstance(item["fetched_at"], float)
     assert [r.url for r in requests] == ["http://a.example:8080/b.html;jsessionid=X1?utm_source=n&utm_medium=e",
                                          "http://a.example:8080/print/b.html"]
@@ -277,3 +292,37 @@ def test_crawl_with_allow_and_max_pages(site_url, crawl, tmp_path):
     assert urls and urls[0] == "/"
     assert 1 < len(urls) <= 6  # 6 responses, robots.txt's included
     assert all(re.fullmatch(r"/articles/[a-z-]+\.html", u) for u in urls[1:]), urls
+
+
+class BareItem(scrapy.Item):
+    """A user's Item class with raw HTML but no title/text fields."""
+
+    url = scrapy.Field()
+    html = scrapy.Field()
+    dedup = scrapy.Field()
+
+
+def test_an_item_class_without_text_fields_still_reaches_search_with_its_text(tmp_path, caplog):
+    from crawler.pipelines import DedupPipeline, IndexPipeline
+    from dedup.deduplicator import DedupConfig
+
+    uri = f"local://{tmp_path / 'index'}"
+    dedup = DedupPipeline(index_uri=uri, config=DedupConfig(), dropped_log=tmp_path / "dropped.jsonl")
+    store = IndexPipeline(index_uri=uri)
+    html = ("<html><head><title>Roof</title></head><body><article><p>The council voted on Tuesday to repair the "
+            "library roof before winter; work starts in March.</p></article></body></html>")
+    dedup.open_spider()
+    store.open_spider()
+    try:
+        with caplog.at_level("WARNING", logger="crawler.pipelines"):
+            for n in range(2):
+                item = dedup.process_item(BareItem(url=f"http://a.example/{n}", html=html.replace("Tuesday",
+                                                                                                 f"day {n}")))
+                store.process_item(item)
+        assert caplog.text.count("has no 'title' field") == 1  # said once, not per item
+    finally:
+        dedup.close_spider()
+        store.close_spider()
+    with open_search(uri, readonly=True) as search:
+        doc = search.get("http://a.example/1")
+        assert doc["title"] == "Roof" and "library roof" in doc["text"] and doc["dedup"]["status"]

@@ -65,7 +65,10 @@ def work(first, tmp_path):
     """A private copy of the crawl's index and dropped log: ``(log, index URI, index dir)``."""
     out = tmp_path / "crawl"
     shutil.copytree(first.index, out / "index")
-    shutil.copy(first.dropped_log, out / "dropped.jsonl")
+    # the log names the index its pages were dropped from: the copy's, as if the crawl had written it
+    text = first.dropped_log.read_text(encoding="utf-8")
+    (out / "dropped.jsonl").write_text(text.replace(f'"local://{first.index}"', f'"local://{out / "index"}"'),
+                                       encoding="utf-8")
     return out / "dropped.jsonl", f"local://{out / 'index'}", out / "index"
 
 
@@ -360,7 +363,7 @@ def test_restore_round_trip(work, first, capsys, rule):
 
     code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
     assert code == 0, err
-    assert f"{url} restored (dedup record" in out and "1 restored" in out
+    assert f"{url} restored into {uri} (dedup record" in out and f"1 restored into {uri}" in out
 
     # the dedup index counts it as kept: one more record, for this URL
     after_records = _records(index_dir)
@@ -401,7 +404,7 @@ def test_restore_round_trip(work, first, capsys, rule):
     # twice: a clear message, no second copy anywhere
     code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
     assert code == 0, err
-    assert f"{url} was already restored at {events[0]['time']}; nothing added" in out
+    assert f"{url} was already restored at {events[0]['time']} into {uri}; nothing added" in out
     assert "0 restored" in out and "1 already restored" in out
     assert len(_records(index_dir)) == len(before_records) + 1
     with open_search(uri, readonly=True) as search:
@@ -500,7 +503,11 @@ def test_restore_uses_only_the_protocols(first, monkeypatch, tmp_path):
     monkeypatch.setattr(index, "open_search", lambda uri, **kw: opened.append(("search", uri, kw)) or search)
     uri = "http://127.0.0.1:9/crawl"
     urls = [d["url"] for d in first.dropped]
-    results = droplog.restore(droplog.read_log(log), urls, uri)
+    # the pages were dropped from a local index: restoring them elsewhere is deliberate (force)
+    assert {r.outcome for r in droplog.restore(droplog.read_log(log), urls, uri)} == {"refused"}
+    assert opened == [("search", uri, {"readonly": True})]  # only looked whether it exists
+    opened.clear()
+    results = droplog.restore(droplog.read_log(log), urls, uri, force=True)
     assert [r.outcome for r in results] == ["restored"] * len(urls)
     assert opened == [("index", uri, {}), ("search", uri, {})]
     assert len(dedup_index) == len(urls) and search.count() == len(urls)
@@ -522,7 +529,11 @@ def test_restore_into_elasticsearch(es_index_uri, tmp_path, capsys):
                "scores": {"content_hash": "x"}, "kept": False}
     log.write_text(json.dumps({"url": item["url"], "time": "2026-11-21T09:00:00.000Z", "verdict": verdict,
                                "item": dict(item, dedup=verdict)}) + "\n", encoding="utf-8")
+    # a line of an older log names no index; the index does not exist yet: created with --force only
     code, out, err = dedup(capsys, "dropped", "restore", item["url"], "--log", log, "--index", es_index_uri)
+    assert code == 1 and "there is no index at" in err and "--force creates it" in err
+    code, out, err = dedup(capsys, "dropped", "restore", item["url"], "--log", log, "--index", es_index_uri,
+                           "--force")
     assert code == 0, err
     code, out, err = dedup(capsys, "dropped", "restore", item["url"], "--log", log, "--index", es_index_uri)
     assert code == 0 and "already restored" in out
@@ -563,3 +574,35 @@ def test_parse_when_scores_hosts_and_histogram_edges():
     assert [c for _, _, c in bins] == [2, 0, 0, 0, 0, 0, 0, 0, 0, 2]  # below lo: first bin; 1.0: last
     assert droplog.histogram_floor([0.83, 1.0]) == 0.8 and droplog.histogram_floor([1.0]) == 0.9
 
+
+
+@CRAWL
+def test_restore_refuses_a_missing_or_other_index_and_forces_on_request(work, first, capsys, tmp_path):
+    log, uri, index_dir = work
+    url = first.dropped[0]["url"]
+    missing = f"local://{tmp_path / 'fresh'}"
+    code, out, err = dedup(capsys, "dropped", "restore", url, "--log", log, "--index", missing)
+    assert code == 1 and f"there is no index at {missing}" in err and f"dropped from {uri}" in err
+    assert not (tmp_path / "fresh").exists()  # nothing created
+    # another index that exists (a second crawl's): refused, naming both
+    other_dir = tmp_path / "other"
+    shutil.copytree(index_dir, other_dir)
+    other = f"local://{other_dir}"
+    code, out, err = dedup(capsys, "dropped", "restore", url, "--log", log, "--index", other)
+    assert code == 1 and f"{url} was dropped from {uri}, not from {other}" in err and "--force" in err
+    assert "0 restored" in out
+    assert [r["url"] for r in dedup_json(capsys, "dropped", "list", *args(log)) if r["url"] == url] == [url]
+    # deliberate: --force, and the output says which index it wrote
+    code, out, err = dedup(capsys, "dropped", "restore", url, "--log", log, "--index", other, "--force")
+    assert code == 0 and f"{url} restored into {other} (dedup record" in out
+    with open_search(other, readonly=True) as search:
+        assert search.get(url) is not None
+    # still restorable into the index it was dropped from
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0 and f"{url} restored into {uri}" in out, err
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0 and "already restored" in out
+    # --force also creates a missing index
+    code, out, err = dedup(capsys, "dropped", "restore", first.dropped[1]["url"], "--log", log, "--index", missing,
+                           "--force")
+    assert code == 0 and f"restored into {missing}" in out and (tmp_path / "fresh").exists()

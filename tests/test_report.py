@@ -180,7 +180,8 @@ def test_report_counts_restored_pages_limits_and_bad_lines(crawled, capsys, tmp_
     log.write_bytes(crawled.dropped_log.read_bytes() + b"{broken\n")
     uri = f"local://{tmp_path / 'index'}"
     restored = crawled.dropped[1]["url"]
-    assert [r.outcome for r in droplog.restore(droplog.read_log(log), [restored], uri)] == ["restored"]
+    # into a copy of the crawl's index, which the log does not name: deliberate, so forced
+    assert [r.outcome for r in droplog.restore(droplog.read_log(log), [restored], uri, force=True)] == ["restored"]
     html, out, err = report(capsys, log, tmp_path / "report.html", "--index", uri, "--limit", "2")
     page = Page(html)
     n = len(crawled.dropped)

@@ -203,7 +203,13 @@ def test_pipeline_checks_plain_items_from_any_project(tmp_path):
         pipeline.close_spider()
     lines = [json.loads(line) for line in (tmp_path / "dropped.jsonl").read_text().splitlines()]
     assert [line["url"] for line in lines] == ["http://a.example/roof?utm=x"]
-    assert lines[0]["item"]["body"] == html and lines[0]["verdict"]["duplicate_of"] == "http://a.example/roof"
+    # the log keeps what a restore needs (title, extracted text, tagged fields), not the raw HTML,
+    # and the verdict once; it names the index the page was dropped from
+    assert "body" not in lines[0]["item"] and "dedup" not in lines[0]["item"]
+    assert lines[0]["item"]["title"] == "Roof" and lines[0]["item"]["text"] == ARTICLE
+    assert lines[0]["verdict"]["duplicate_of"] == "http://a.example/roof"
+    assert lines[0]["index"] == f"local://{tmp_path}/index"
+    assert first["title"] == "Roof" and first["text"] == ARTICLE  # an html-only item gets its text
     assert lines[0]["time"].endswith("Z")
     index = open_index(f"local://{tmp_path}/index")
     try:

@@ -9,26 +9,28 @@
 ``max_depth``  ``DEPTH_LIMIT``: link hops from a start URL; 0 is unlimited. Unset, the
                project setting applies.
 
-Each page is parsed once, here, with :func:`dedup.page.parse_page`; the parsed page
-travels in ``item["page"]`` to ``DedupPipeline``, which removes it. URL variants stay
-distinct: links are not canonicalised, so ``?utm_source=...``, ``;jsessionid=...`` and
-``/print/...`` copies are all fetched (the point is to find them by content).
+Each page's HTML is parsed once, by ``DedupPipeline`` (or its worker processes): the spider
+hands over the raw body and its ``Content-Type`` in transient item fields, and finds the links
+to follow with a lexical scan of the ``href`` attributes of ``<a>`` and ``<area>`` tags (comments,
+scripts and styles skipped, ``<base href>`` honoured, the extensions Scrapy's LinkExtractor
+ignores ignored), which costs a fraction of a second parse. URL variants stay distinct: links
+are not canonicalised, so ``?utm_source=...``, ``;jsessionid=...`` and ``/print/...`` copies are
+all fetched (the point is to find them by content).
 """
 from __future__ import annotations
 
+import html
+import posixpath
 import re
 import time
 from typing import Any, AsyncIterator, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.linkextractors import LinkExtractor
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 
-from dedup.page import parse_page
-
-from ..config import read_settings
 from ..items import PageItem
 
 __all__ = ["SiteSpider"]
@@ -40,6 +42,43 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 def _origin(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     return (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 0)
+
+
+# comments, scripts and styles hold no links to follow (and often hold markup-like text)
+_SKIP = re.compile(rb"<!--.*?-->|<script\b.*?</script\s*>|<style\b.*?</style\s*>", re.IGNORECASE | re.DOTALL)
+_HREF = re.compile(rb"""<(a|area|base)\b[^>]*?\shref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""",
+                   re.IGNORECASE)
+_IGNORED = frozenset("." + e for e in IGNORED_EXTENSIONS)
+
+
+def _text(raw: bytes) -> str:
+    # hrefs are ASCII in practice; a non-ASCII one is UTF-8, else a single-byte charset
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
+
+
+def page_links(body: bytes, url: str) -> list[str]:
+    """Absolute http(s) URLs of the ``<a>``/``<area>`` links of ``body``, in document order, each once."""
+    base = url
+    out: dict[str, None] = {}
+    for m in _HREF.finditer(_SKIP.sub(b" ", body)):
+        raw = m.group(2) if m.group(2) is not None else m.group(3) if m.group(3) is not None else m.group(4)
+        href = html.unescape(_text(raw)).strip()
+        if m.group(1).lower() == b"base":
+            base = urljoin(url, href) if href else base
+            continue
+        if not href or href.startswith("#"):
+            continue
+        link = urljoin(base, href).split("#", 1)[0]
+        parts = urlsplit(link)
+        if parts.scheme.lower() not in _DEFAULT_PORTS:
+            continue
+        if posixpath.splitext(parts.path)[1].lower() in _IGNORED:
+            continue
+        out.setdefault(link, None)
+    return list(out)
 
 
 def _count(name: str, value: Any) -> int:
@@ -72,9 +111,6 @@ class SiteSpider(scrapy.Spider):
             raise ValueError(f"-a allow must be a regular expression, got {allow!r}: {exc}") from None
         self.max_pages = _count("max_pages", max_pages)
         self.max_depth = None if max_depth in (None, "") else _count("max_depth", max_depth)
-        # canonicalize=False (the default, stated because it matters): tracking and
-        # session-id variants must stay distinct requests
-        self.links = LinkExtractor(canonicalize=False, unique=True)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> "SiteSpider":
@@ -84,8 +120,6 @@ class SiteSpider(scrapy.Spider):
             crawler.settings.set("CLOSESPIDER_PAGECOUNT", spider.max_pages, priority="spider")
         if spider.max_depth is not None:
             crawler.settings.set("DEPTH_LIMIT", spider.max_depth, priority="spider")
-        config = read_settings(crawler.settings).config  # the input limits, applied before parsing
-        spider.limits = {"max_bytes": config.max_page_bytes, "max_text_chars": config.max_text_chars}
         return spider
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
@@ -107,10 +141,8 @@ class SiteSpider(scrapy.Spider):
                 self.crawler.stats.inc_value("site/non_html")
                 self.crawler.stats.inc_value(f"site/non_html/{mime or 'unknown'}")
             return
-        page = parse_page(response.body, response.url,
-                          content_type=content_type.decode("latin-1") if content_type else None,
-                          **getattr(self, "limits", {}))
-        yield PageItem(url=response.url, title=page.title, text=page.text, fetched_at=time.time(), page=page)
-        for link in self.links.extract_links(response):
-            if self.follows(link.url):
-                yield scrapy.Request(link.url, callback=self.parse)
+        declared = content_type.decode("latin-1") if content_type else None
+        yield PageItem(url=response.url, html=response.body, content_type=declared, fetched_at=time.time())
+        for link in page_links(response.body, response.url):
+            if self.follows(link):
+                yield scrapy.Request(link, callback=self.parse)

@@ -273,19 +273,21 @@ def cmd_restore(args: argparse.Namespace) -> int:
     log = load(args)
     uri = index_uri(args)
     try:
-        results = restore(log, urls, uri, weights=weights, progress=progress("restore"))
+        results = restore(log, urls, uri, weights=weights, force=args.force, progress=progress("restore"))
     except (RuntimeError, OSError) as exc:  # e.g. IndexLocked (a crawl is writing the index), a read-only log
         print(f"dedup: error: {exc}", file=sys.stderr)
         return 2
-    failed = [r for r in results if r.outcome in ("not_found", "error")]
+    failed = [r for r in results if r.outcome in ("not_found", "refused", "error")]
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=1, ensure_ascii=False))
     else:
         for r in results:
             stream = sys.stderr if r in failed else sys.stdout
             print(("dedup: error: " if r in failed else "") + r.message, file=stream)
+        from ..droplog import index_identity
+
         done = sum(1 for r in results if r.outcome == "restored")
-        print(f"{done} restored into {uri}; {len(results) - done - len(failed)} already restored; "
+        print(f"{done} restored into {index_identity(uri)}; {len(results) - done - len(failed)} already restored; "
               f"{len(failed)} failed")
     return 1 if failed else 0
 
@@ -342,4 +344,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs.add_argument("urls", nargs="+", metavar="URL", help="dropped URLs, exactly as logged ('-' reads them from stdin)")
     _common(rs)
     rs.add_argument("--weights", default="tdw", help="TDW weights the crawl used (preset or JSON mapping; default tdw)")
+    rs.add_argument("--force", action="store_true",
+                    help="restore into --index even when the pages were dropped from another index, creating it "
+                         "when missing (without it such restores are refused and the pages stay restorable)")
     rs.set_defaults(func=cmd_restore)

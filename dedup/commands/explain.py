@@ -36,10 +36,10 @@ def read_log(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _record_page(url: str, title: str, text: str, html: Any = None, how: str = "record"):
-    from ..page import parse_page, text_page
+def _record_page(url: str, title: str, text: str, html: Any = None, how: str = "record", fields: Any = None):
+    from ..sources import Source, page_from_source  # the one path from any source to a page
 
-    return parse_page(html, url) if html else text_page(url, title, text, how)
+    return page_from_source(Source(url, html=html or None, title=title, text=text, fields=fields, origin=how))
 
 
 class _Sources:
@@ -92,7 +92,7 @@ def resolve_page(ref: str, sources: _Sources) -> tuple[Any, dict[str, Any], str]
     if rec is not None:
         item = rec.get("item") or {}
         page = _record_page(ref, str(item.get("title") or ""), str(item.get("text") or ""), item.get("html"),
-                            how="dropped-log")
+                            how="dropped-log", fields=rec.get("page"))
         return page, rec.get("verdict") or {}, f"dropped log {sources.log_path}"
     search = sources.search()
     doc = search.get(ref) if search is not None else None

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.page import Page, parse_page, text_page
+from dedup.page import Page
 from dedup.record import epoch_seconds
+from dedup.sources import Source, page_from_source
 from dedup.store import MemoryIndex
 
 from .connect import connect
@@ -252,12 +253,10 @@ class Reindex:
                 dropped_out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
 
     def _page(self, source: dict[str, Any], url: str) -> Page:
-        html = _field(source, self.html_field) if self.html_field else None
-        if html:
-            return parse_page(html, url)
-        text = _field(source, self.text_field) if self.text_field else ""
-        title = _field(source, self.title_field) if self.title_field else ""
-        return text_page(url, title, text, "field")
+        # the one path from any source to a page, with the crawl's input limits
+        return page_from_source(Source.from_document(source, url, html_field=self.html_field,
+                                                     text_field=self.text_field, title_field=self.title_field),
+                                self.config)
 
     # -- checkpoint ------------------------------------------------------------------------------------
     def _identity(self) -> dict[str, Any]:

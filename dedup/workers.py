@@ -1,0 +1,183 @@
+"""Worker processes for the per-page work that needs no index: parsing and features.
+
+``WorkerPool(n)`` starts ``n`` Python processes and runs module-level functions in them, e.g.
+:func:`dedup.sources.features_from_source` (a Source in, ``(Page, Features)`` out): one process
+keeps deciding and writing (the index has one writer) while the others parse. :meth:`WorkerPool.submit`
+returns a :class:`concurrent.futures.Future` (``asyncio.wrap_future`` awaits it).
+
+Why not :class:`concurrent.futures.ProcessPoolExecutor`: its ``spawn`` and ``forkserver`` children
+re-import the parent's ``__main__`` script, which starts the crawl again in every worker when the
+script (a ``CrawlerProcess`` script, as Scrapy's docs write them) has no ``if __name__ ==
+"__main__"`` guard, and ``fork`` copies a multi-threaded process (Twisted's thread pool), which can
+deadlock. These workers are fresh interpreters (``python -c``) that import only this module and what
+the functions need, talking over a socket pair with :mod:`multiprocessing.connection`'s framing.
+
+A worker that dies fails the futures it held with :class:`WorkerDied`; callers redo that work
+themselves (nothing is lost) and the pool carries on with the workers left.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+__all__ = ["WorkerPool", "WorkerError", "WorkerDied", "default_workers"]
+
+log = logging.getLogger(__name__)
+
+_BOOT = "import sys, json; sys.path[:0] = json.loads(sys.argv[2]); from dedup.workers import serve; serve(int(sys.argv[1]))"
+
+
+def default_workers() -> int:
+    """Worker processes by default: one per core beyond the first (the crawl's own process keeps one),
+    at most 4; 0 (parse in the crawl process) on a single core."""
+    return max(0, min(4, (os.cpu_count() or 1) - 1))
+
+
+class WorkerError(RuntimeError):
+    """A function raised in a worker; the message carries its type, text and traceback."""
+
+
+class WorkerDied(WorkerError):
+    """The worker process exited with this call unanswered."""
+
+
+class _Worker:
+    def __init__(self, number: int) -> None:
+        ours, theirs = socket.socketpair()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, str(theirs.fileno()), json.dumps([p for p in sys.path if p])],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, close_fds=True)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+        self.number = number
+        self.pending: dict[int, Future] = {}
+        self.alive = True
+        self.send_lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, name=f"dedup-worker-{number}", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                seq, ok, payload = self.conn.recv()
+                future = self.pending.pop(seq, None)
+                if future is None:
+                    continue
+                if ok:
+                    future.set_result(payload)
+                else:
+                    future.set_exception(WorkerError(payload))
+        except (EOFError, OSError):
+            pass
+        self.alive = False
+        try:  # its end of the socket closed: the process is exiting
+            code: int | None = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            code = None
+        for future in list(self.pending.values()):
+            if not future.done():
+                future.set_exception(WorkerDied(f"dedup worker {self.number} (pid {self.proc.pid}) exited"
+                                                f"{'' if code is None else f' with code {code}'}"))
+        self.pending.clear()
+
+
+class WorkerPool:
+    """``workers`` processes running picklable module-level functions (see the module docstring)."""
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError(f"a worker pool needs >= 1 worker (got {workers})")
+        self._seq = itertools.count()
+        self._workers = [_Worker(n) for n in range(workers)]
+
+    @property
+    def size(self) -> int:
+        """Workers still running."""
+        return sum(w.alive for w in self._workers)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run ``fn(*args)`` in the least busy worker; raises WorkerDied when none is left."""
+        alive = [w for w in self._workers if w.alive]
+        if not alive:
+            raise WorkerDied("every dedup worker process has exited")
+        return self._send(min(alive, key=lambda w: len(w.pending)), fn, args)
+
+    def broadcast(self, fn: Callable[..., Any], *args: Any) -> list[Future]:
+        """Run ``fn(*args)`` once in every worker (e.g. to load what the next calls need)."""
+        return [self._send(w, fn, args) for w in self._workers if w.alive]
+
+    def _send(self, worker: _Worker, fn: Callable[..., Any], args: tuple) -> Future:
+        future: Future = Future()
+        seq = next(self._seq)
+        worker.pending[seq] = future
+        try:
+            with worker.send_lock:
+                worker.conn.send((seq, fn, args))
+        except (OSError, ValueError) as exc:  # the worker is gone (broken pipe, closed connection)
+            worker.pending.pop(seq, None)
+            worker.alive = False
+            future.set_exception(WorkerDied(f"dedup worker {worker.number} is gone: {exc}"))
+        return future
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the workers (each finishes its current call), then reap them."""
+        # a stop message, not closing our end: a reader thread blocked on it keeps the socket open
+        for w in self._workers:
+            try:
+                with w.send_lock:
+                    w.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for w in self._workers:
+            try:
+                w.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("dedup worker %d (pid %d) did not exit; killing it", w.number, w.proc.pid)
+                w.proc.kill()
+                w.proc.wait()
+            w.reader.join(timeout=timeout)  # the worker's exit closed its end: the reader saw EOF
+            w.conn.close()
+        self._workers = []
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def serve(fd: int) -> None:
+    """A worker's loop: calls from the parent on ``fd``, answers back, until the parent closes it."""
+    # Ctrl-C reaches the whole process group: the parent decides when its workers stop (it closes them)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    conn = Connection(fd)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:  # the pool is closing
+            return
+        seq, fn, args = message
+        try:
+            answer = (seq, True, fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller, with its traceback
+            answer = (seq, False, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        try:
+            conn.send(answer)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        except Exception as exc:  # noqa: BLE001 - a result that cannot be pickled: say so instead
+            conn.send((seq, False, f"the result of {getattr(fn, '__qualname__', fn)} cannot be sent back: "
+                                   f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,47 @@
+"""``dedup.workers.WorkerPool``: fresh worker processes for parsing and features; failures come back
+as exceptions, a dead worker fails only its own calls, and closing reaps every process."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from dedup.deduplicator import DedupConfig
+from dedup.sources import Source, features_from_source, page_from_source, prepare
+from dedup.workers import WorkerDied, WorkerError, WorkerPool
+
+HTML = ("<html><head><title>Ferry</title></head><body><article><p>The evening ferry across the river will stop "
+        "running in November, the operator said. Commuters asked for a later bus instead.</p></article></body></html>")
+
+
+def test_pool_runs_features_from_source_like_this_process():
+    config = DedupConfig()
+    with WorkerPool(2) as pool:
+        assert all(f.result(timeout=60) is None for f in pool.broadcast(prepare, config))
+        futures = [pool.submit(features_from_source, Source(f"http://a.example/{i}", html=HTML), config)
+                   for i in range(6)]
+        results = [f.result(timeout=60) for f in futures]
+    here = features_from_source(Source("http://a.example/0", html=HTML), config)
+    assert results[0][0] == here[0] == page_from_source(Source("http://a.example/0", html=HTML), config)
+    assert {r[1].simhash for r in results} == {here[1].simhash}
+
+
+def test_errors_come_back_and_a_dead_worker_fails_only_its_calls():
+    with WorkerPool(2) as pool:
+        bad = pool.submit(features_from_source, Source("http://a.example/x", html=12345), DedupConfig())
+        with pytest.raises(WorkerError, match="TypeError: HTML of http://a.example/x must be bytes or str"):
+            bad.result(timeout=60)
+        unpicklable = pool.submit(threading.Lock)  # a lock cannot be sent back
+        with pytest.raises(WorkerError, match="cannot be sent back"):
+            unpicklable.result(timeout=60)
+        died = pool.submit(os._exit, 3)
+        with pytest.raises(WorkerDied, match="exited with code 3"):
+            died.result(timeout=60)
+        assert pool.size == 1
+        assert pool.submit(len, "abc").result(timeout=60) == 3  # the other worker carries on
+        start = time.monotonic()
+    assert time.monotonic() - start < 5  # closing does not wait for a timeout
+    with pytest.raises(ValueError, match=">= 1 worker"):
+        WorkerPool(0)
