@@ -126,30 +126,55 @@ def test_reindex_destination_mirrors_the_source(uninterrupted, corpus, es_url):
     assert json.loads((out / "checkpoint.json").read_text())["finished"] is True
 
 
-def test_reindex_killed_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
-    dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
-    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
-    log = tmp_path.parent / f"{tmp_path.name}.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([DEDUP, *args], cwd=ROOT, env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
-    checkpoint = tmp_path / "checkpoint.json"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if json.loads(checkpoint.read_text())["processed"] >= 10:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.02)
-    assert proc.poll() is None, "the reindex finished before it could be killed: " + log.read_text()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done = json.loads(checkpoint.read_text())
-    assert 10 <= done["processed"] < len(ALL_PATHS) and not done["finished"]
+# A run that SIGKILLs itself at a chosen point: ``where`` is ``record`` (the K-th decision, before
+# its commit: the local index holds a record no decision names), ``decided`` (right after the K-th
+# commit) or ``sent`` (the K-th bulk write reached the cluster and the log, before the work folder
+# says so).  Deterministic, unlike a timed kill, and it reaches the windows a timer rarely hits.
+KILLER = """
+import os, signal, sys
+from index.elastic import reindex_state
+where, k = sys.argv[1], int(sys.argv[2])
+name = {"record": "record", "decided": "record", "sent": "mark_sent"}[where]
+original = getattr(reindex_state.WorkState, name)
+calls = [0]
+def patched(self, *a, **kw):
+    calls[0] += 1
+    if calls[0] == k and where != "decided":
+        os.kill(os.getpid(), signal.SIGKILL)
+    result = original(self, *a, **kw)
+    if calls[0] == k:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return result
+setattr(reindex_state.WorkState, name, patched)
+from dedup.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
 
-    assert main(args + ["--json"]) == 0  # resumes from the checkpoint
-    assert outcome(dest, tmp_path) == outcome(*uninterrupted)
-    assert json.loads(checkpoint.read_text())["processed"] == len(ALL_PATHS)
+
+def killed_run(where: str, k: int, args: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-c", KILLER, where, str(k), *args], cwd=ROOT, env=clean_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+
+
+def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
+    """Four kills, each with another --batch-size: before the first bulk write with a record the
+    decision never named, after a bulk write the work folder never marked, right after a decision;
+    then a run to the end.  Same kept set, verdicts and dropped log as one uninterrupted run."""
+    dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path)
+    killed_run("record", 3, args + ["--batch-size", "50"])
+    assert not (tmp_path / "dropped.jsonl").exists()  # killed before anything was written
+    killed_run("sent", 2, args + ["--batch-size", "4"])
+    killed_run("decided", 9, args + ["--batch-size", "3"])
+    assert main(args + ["--batch-size", "7", "--json"]) == 0
+    got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
+    for part, (a, b) in enumerate(zip(got, want)):
+        assert {k: v for k, v in a.items() if b.get(k) != v} == {k: v for k, v in b.items() if a.get(k) != v}, part
+    lines = read_jsonl(tmp_path / "dropped.jsonl")
+    assert len(lines) == len({line["item"]["id"] for line in lines})  # none logged twice
+    assert json.loads((tmp_path / "checkpoint.json").read_text())["processed"] == len(ALL_PATHS)
+    assert main(args + ["--check"]) == 0
 
 
 def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
