@@ -5,6 +5,7 @@ and resumed it ends identical to an uninterrupted run; --dry-run writes nothing.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -27,12 +28,10 @@ def arrival(path: str) -> int:
     return (ALL_PATHS.index(path) * 7) % len(ALL_PATHS)
 
 
-@pytest.fixture(scope="module")
-def corpus(site_url, es_url):
-    """An index ``corpus-…`` of the sample site's pages: url (keyword), html, title, a date."""
+def make_corpus(site_url: str, es_url: str, name: str) -> str:
+    """An index ``name`` of the sample site's pages: url (keyword), html, title, a date, a site."""
     from elasticsearch import Elasticsearch, helpers
 
-    name = f"corpus-{int(time.time() * 1000) % 10**9}"
     client = Elasticsearch(es_url)
     client.indices.create(index=name, mappings={"properties": {
         "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "title": {"type": "text"},
@@ -49,7 +48,16 @@ def corpus(site_url, es_url):
             "site": "wrenfield"}})
     helpers.bulk(client, docs, refresh=True)
     client.close()
-    yield f"{es_url}/{name}"
+    return f"{es_url}/{name}"
+
+
+@pytest.fixture(scope="module")
+def corpus(site_url, es_url):
+    """An index ``corpus-…`` of the sample site's pages (:func:`make_corpus`)."""
+    from elasticsearch import Elasticsearch
+
+    name = f"corpus-{int(time.time() * 1000) % 10**9}"
+    yield make_corpus(site_url, es_url, name)
     client = Elasticsearch(es_url)
     client.options(ignore_status=404).indices.delete(index=name)
     client.close()
@@ -131,9 +139,17 @@ def test_reindex_destination_mirrors_the_source(uninterrupted, corpus, es_url):
 # commit) or ``sent`` (the K-th bulk write reached the cluster and the log, before the work folder
 # says so).  Deterministic, unlike a timed kill, and it reaches the windows a timer rarely hits.
 KILLER = """
-import os, signal, sys
+import os, signal, sys, time
 from index.elastic import reindex_state
 where, k = sys.argv[1], int(sys.argv[2])
+if where == "slow":  # a decision every 0.1 s, so a test can take the server away mid-run
+    original = reindex_state.WorkState.record
+    def slow(self, *a, **kw):
+        time.sleep(0.1)
+        return original(self, *a, **kw)
+    reindex_state.WorkState.record = slow
+    from dedup.cli import main
+    sys.exit(main(sys.argv[3:]))
 name = {"record": "record", "decided": "record", "sent": "mark_sent"}[where]
 original = getattr(reindex_state.WorkState, name)
 calls = [0]
@@ -175,6 +191,67 @@ def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted
     assert len(lines) == len({line["item"]["id"] for line in lines})  # none logged twice
     assert json.loads((tmp_path / "checkpoint.json").read_text())["processed"] == len(ALL_PATHS)
     assert main(args + ["--check"]) == 0
+
+
+def decided(work: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(work / "state.sqlite", timeout=5) as db:
+            return db.execute("SELECT count(*) FROM docs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def wait_for(condition, proc, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, "the reindex ended too early: " + proc.stderr.read()[-2000:]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_reindex_survives_outages(uninterrupted, site_url, tmp_path):
+    """A server gone longer than the retry budget stops the run with one line and no document in
+    `error`; the same command continues.  A server restarted within the budget (its point in time
+    lost) costs nothing: the read resumes after the last document with a fresh point in time."""
+    from es_server import ENV_URL, Emulator
+
+    if os.environ.get(ENV_URL):
+        pytest.skip("stops and restarts the server: emulator only")
+    server = Emulator(tmp_path / "es")
+    server.start()
+    try:
+        corpus = make_corpus(site_url, server.url, "corpus")
+        dest = f"{server.url}/dest"
+        args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5", "--read-size", "5")
+        work = tmp_path / "checkpoint.work"
+        run = [sys.executable, "-c", KILLER, "slow", "0"]
+
+        proc = subprocess.Popen([*run, *args, "--es-options", '{"retry_seconds": 2}'], cwd=ROOT, env=clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: decided(work) >= 8, proc)
+        server.stop()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err
+        assert "Traceback" not in err and "retry budget 2 s" in err, err
+        assert 8 <= decided(work) < len(ALL_PATHS)
+        server.start()
+
+        proc = subprocess.Popen([*run, *args, "--es-options", '{"retry_seconds": 60}'], cwd=ROOT, env=clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        before = decided(work)
+        wait_for(lambda: decided(work) >= before + 8, proc)
+        server.stop()
+        server.start()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err and "Point in time" in err, err
+        got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
+        assert got == want
+        assert all(v[0] != "error" for v in got[0].values())
+    finally:
+        server.stop()
 
 
 def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):

@@ -50,6 +50,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                   html_field=args.html_field, title_field=args.title_field or None, time_field=args.time_field,
                   keep=args.keep, config=DedupConfig(**overrides), dropped_log=args.dropped_log,
                   checkpoint=args.checkpoint, work_dir=args.work_dir, batch_size=args.batch_size,
+                  read_size=args.read_size,
                   dry_run=args.dry_run, force=args.force, alias=args.alias, es_options=es_options, progress=show)
     try:
         if args.check:
@@ -111,6 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", help="checkpoint summary (default reindex-DEST.checkpoint.json beside the log)")
     p.add_argument("--work-dir", help="local working state (default reindex-DEST.work beside the checkpoint)")
     p.add_argument("--batch-size", type=int, default=500, help="documents per bulk write (default 500)")
+    p.add_argument("--read-size", type=int, default=1000, help="documents per point-in-time read (default 1000)")
     p.add_argument("--dry-run", action="store_true", help="decide everything in a temporary folder, write nothing")
     p.add_argument("--force", action="store_true", help="write into a destination another run (or no reindex) filled")
     p.add_argument("--check", action="store_true",
