@@ -272,7 +272,67 @@ def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
 
 
 def test_reindex_clear_errors(corpus, tmp_path, es_url, capsys):
-    assert main(reindex_args(f"{es_url}/no-such-index", f"{es_url}/x-{tmp_path.name.lower()}", tmp_path)) == 2
+    from elasticsearch import Elasticsearch
+
+    name = corpus.rsplit("/", 1)[1]
+    dest = f"{es_url}/x-{tmp_path.name.lower()}"
+    assert main(reindex_args(f"{es_url}/no-such-index", dest, tmp_path)) == 2
     assert "no source index no-such-index" in capsys.readouterr().err
     assert main(reindex_args(corpus, f"{es_url}/y", tmp_path, "--keep", "shortest")) == 2
     assert "unknown keep rule" in capsys.readouterr().err
+    for option, value, said in [
+            ("--html-field", "html_body", f"--html-field field `html_body` not in the mapping of `{name}`; text fields "
+                                          "are: html, site, title, url"),
+            ("--url-field", "link", f"--url-field field `link` not in the mapping of `{name}`"),
+            ("--url-field", "html", f"--url-field field `html` of `{name}` is text, not sortable"),
+            ("--time-field", "fetched", f"--time-field field `fetched` not in the mapping of `{name}`; sortable "
+                                        "fields are: crawled, site, url"),
+            ("--title-field", "headline", f"--title-field field `headline` not in the mapping of `{name}`")]:
+        assert main(reindex_args(corpus, dest, tmp_path, option, value)) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
+    assert main(reindex_args(corpus, "http://127.0.0.1:9/dest", tmp_path, "--es-options",
+                             '{"retry_seconds": 0.3}')) == 1
+    err = capsys.readouterr().err
+    assert "Elasticsearch at http://127.0.0.1:9 failed to check the destination" in err or "127.0.0.1:9" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    client = Elasticsearch(es_url)
+    try:  # nothing left behind by the failed starts
+        assert not client.indices.exists(index=dest.rsplit("/", 1)[1])
+        assert not client.indices.exists(index=dest.rsplit("/", 1)[1] + "-dedup")
+    finally:
+        client.close()
+
+
+def test_reindex_refuses_reruns_into_a_filled_destination(uninterrupted, corpus, tmp_path, capsys):
+    dest, out = uninterrupted
+    args = reindex_args(corpus, dest, tmp_path)  # another dropped log, so another work folder
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"destination {dest.rsplit('/', 1)[1]} already exists and holds another reindex" in err
+    assert str(out) in err and "--force" in err
+    assert main(reindex_args(corpus, dest, out)) == 2  # the finished run itself
+    assert "finished already" in capsys.readouterr().err
+    assert main(args + ["--force"]) == 0  # keyed writes: the same documents again
+    assert "holds another reindex" not in capsys.readouterr().err
+
+
+def test_reindex_refuses_a_second_run_at_once(corpus, tmp_path, es_url, capsys):
+    dest = f"{es_url}/twice-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
+    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: decided(tmp_path / "checkpoint.work") >= 2, proc)
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"another reindex (pid {proc.pid}) is running with work folder" in err, err
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert main(args + ["--json"]) == 0  # and the interrupted one continues
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["processed"] == len(ALL_PATHS) and report["resumed_from"] >= 2
+    # no terminal: progress as log lines, the last one for the whole corpus
+    assert f"reindex: {len(ALL_PATHS)}/{len(ALL_PATHS)} documents (" in captured.err

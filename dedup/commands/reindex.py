@@ -36,8 +36,6 @@ def log_progress(label: str, every: float) -> Callable[[int, int], None]:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from index.elastic import IndexUnavailable
     from index.elastic.reindex import Reindex
-    from index.local import IndexLocked
-
     from ..deduplicator import DedupConfig
 
     overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn") if getattr(args, k) is not None}
@@ -56,10 +54,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         if args.check:
             return _check(job, args)
         report = job.run()
-    except (IndexUnavailable, IndexLocked) as exc:
+    except IndexUnavailable as exc:
         print(f"dedup: error: {exc}", file=sys.stderr)
-        print("dedup: every decision made so far is kept in the work folder; run the same command again to "
-              "continue", file=sys.stderr)
+        if job.work_dir.exists() and not args.check:
+            print(f"dedup: every decision made so far is kept in {job.work_dir}; run the same command again to "
+                  "continue", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))

@@ -200,9 +200,14 @@ class Reindex:
         start = time.monotonic()
         src, src_name = self._connect(self.source_uri)
         work = Path(tempfile.mkdtemp(prefix="dedup-reindex-")) if self.dry_run else self.work_dir
+        fresh = self.dry_run or not work.exists()
         try:
             total = self._check_source(src, src_name)
             report = self._run(src, src_name, work, total)
+        except BaseException:
+            if fresh and not self._decisions(work):  # a failed start leaves no work folder behind
+                shutil.rmtree(work, ignore_errors=True)
+            raise
         finally:
             src.close()
             if self.dry_run:
@@ -212,9 +217,14 @@ class Reindex:
         return report
 
     def _run(self, src: Retrying, src_name: str, work: Path, total: int) -> ReindexReport:
-        from index.local import LocalIndex
+        from index.local import IndexLocked, LocalIndex
 
-        local = LocalIndex(work / "index", k=self.config.max_distance, blocks=self.config.blocks)
+        try:
+            local = LocalIndex(work / "index", k=self.config.max_distance, blocks=self.config.blocks)
+        except IndexLocked as exc:
+            holder = str(exc).split("(pid ", 1)[-1].split(")", 1)[0] if "(pid " in str(exc) else "unknown"
+            raise ValueError(f"another reindex (pid {holder}) is running with work folder {work}: two runs on "
+                             "one destination are refused; wait for it, or stop it and run this again") from None
         state = WorkState(work)
         try:
             self._check_identity(state)
@@ -248,6 +258,16 @@ class Reindex:
         finally:
             state.close()
             local.close()
+
+    @staticmethod
+    def _decisions(work: Path) -> int:
+        if not (work / "state.sqlite").exists():
+            return 0
+        state = WorkState(work)
+        try:
+            return state.counts()[0]
+        finally:
+            state.close()
 
     def _check_identity(self, state: WorkState) -> None:
         identity = self._identity()
