@@ -546,7 +546,12 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, featurizer
             record_id = index.add(record)
     doc = {"url": entry.url, "title": item.get("title") or "", "text": item.get("text") or "",
            "fetched_at": fetched_at, "dedup": restored_dedup(entry.verdict, when)}
-    search.add(doc)
+    source = item.get("source")
+    if isinstance(source, dict) and item.get("id") is not None:
+        # a reindex's log: the whole original document, under its original _id
+        search.add({**source, "url": source.get("url", entry.url), "dedup": doc["dedup"]}, doc_id=str(item["id"]))
+    else:
+        search.add(doc)
     search.flush()  # durable before the log says so (a backend may buffer adds)
     append_event(log.path, {"event": RESTORED, "url": entry.url, "time": when, "record_id": record_id,
                             "index": _public_uri(index_uri)})

@@ -254,6 +254,47 @@ def test_reindex_survives_outages(uninterrupted, site_url, tmp_path):
         server.stop()
 
 
+def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url, capsys):
+    """dropped list/show/restore, explain and search on a reindex's output, as on a crawl's."""
+    from elasticsearch import Elasticsearch
+
+    dest = f"{es_url}/tools-{tmp_path.name.lower()}"
+    log = str(tmp_path / "dropped.jsonl")
+    assert main(reindex_args(corpus, dest, tmp_path)) == 0
+    capsys.readouterr()
+    assert main(["dropped", "list", "--log", log, "--index", dest, "--json"]) == 0
+    dropped = json.loads(capsys.readouterr().out)
+    assert len(dropped) == sum(len(g["paths"]) - 1 for g in EXACT)
+    url = dropped[0]["url"]
+    line = next(d for d in read_jsonl(tmp_path / "dropped.jsonl") if d["url"] == url)
+    copied = line["verdict"]["duplicate_of"]
+
+    assert main(["dropped", "show", url, "--log", log, "--index", dest]) == 0
+    out = capsys.readouterr().out
+    assert f"search index {dest}" in out and "not in the search index" not in out
+    assert main(["explain", url, "--index", dest, "--log", log, "--no-corpus", "--json"]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    assert explained["sources"]["b"] == f"index {dest}" and explained["odds_ratio"] >= 100  # exact copies
+
+    title_word = next(w for w in line["item"]["text"].split() if len(w) > 6 and w.isalpha())
+    assert main(["search", title_word, "--index", dest, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert any(h["url"] == copied for h in hits), (title_word, copied, [h["url"] for h in hits])
+
+    client = Elasticsearch(es_url)
+    try:
+        name = dest.rsplit("/", 1)[1]
+        before = client.count(index=name)["count"]
+        assert main(["dropped", "restore", url, "--log", log, "--index", dest]) == 0
+        client.indices.refresh(index=name)
+        got = client.get(index=name, id=line["item"]["id"])["_source"]  # its own _id, its whole _source
+        assert {k: got[k] for k in line["item"]["source"]} == line["item"]["source"]
+        assert got["dedup"]["status"] == "restored" and client.count(index=name)["count"] == before + 1
+        assert not client.options(ignore_status=404).get(index=name, id=url).get("found")
+    finally:
+        client.close()
+
+
 def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
     from elasticsearch import Elasticsearch
 

@@ -60,7 +60,7 @@ from dedup.record import Record, epoch_seconds
 
 from .connect import IndexUnavailable, Retrying, connect, describe
 from .reindex_state import WorkState
-from .search import DEDUP_MAPPING
+from .search import DEDUP_MAPPING, field_value
 
 __all__ = ["Reindex", "ReindexReport", "keep_sort", "mapping_fields", "KEEP_RULES", "MARKER"]
 
@@ -85,15 +85,6 @@ def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, A
         if len(parts) in (2, 3) and parts[1] and (len(parts) == 2 or parts[2] in ("asc", "desc")):
             return [{parts[1]: parts[2] if len(parts) == 3 else "asc"}, {url_field: "asc"}]
     raise ValueError(f"unknown keep rule {rule!r}; valid: {', '.join(KEEP_RULES)}")
-
-
-def _field(source: dict[str, Any], name: str) -> Any:
-    value: Any = source
-    for part in name.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
 
 
 def mapping_fields(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -362,7 +353,7 @@ class Reindex:
         source = hit["_source"]
         try:
             page = self._page(hit)
-            return decider.process(page, fetched_at=epoch_seconds(_field(source, self.time_field), 0.0)), page
+            return decider.process(page, fetched_at=epoch_seconds(field_value(source, self.time_field), 0.0)), page
         except Exception as exc:  # a bad document is reported and kept, never the end of the job
             log.warning("Reindex: document %s could not be checked: %s", hit["_id"], exc, exc_info=True)
             return Verdict("error", None, "error", {"error": f"{type(exc).__name__}: {exc}"}, kept=True), None
@@ -371,13 +362,13 @@ class Reindex:
         """The page of a source document: its HTML field parsed, else its text and title fields,
         with the input limits of the config.  The one place a page is built (see the brief)."""
         source = hit["_source"]
-        url = str(_field(source, self.url_source) or hit["_id"])
-        html = _field(source, self.html_field) if self.html_field else None
+        url = str(field_value(source, self.url_source) or hit["_id"])
+        html = field_value(source, self.html_field) if self.html_field else None
         if html:
             return parse_page(html, url, max_bytes=self.config.max_page_bytes,
                               max_text_chars=self.config.max_text_chars)
-        text = _field(source, self.text_field) if self.text_field else ""
-        title = _field(source, self.title_field) if self.title_field else ""
+        text = field_value(source, self.text_field) if self.text_field else ""
+        title = field_value(source, self.title_field) if self.title_field else ""
         return text_page(url, title, text, "field")
 
     def _payload(self, hit: dict[str, Any], verdict: Verdict, page: Page | None) -> dict[str, Any]:
@@ -389,7 +380,7 @@ class Reindex:
         return {"url": url, "time": iso_now(), "verdict": verdict.to_dict(),
                 "item": {"id": hit["_id"], "url": url, "title": page.title if page else "",
                          "text": page.text if page else "",
-                         "fetched_at": epoch_seconds(_field(source, self.time_field), 0.0),
+                         "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
                          "dedup": verdict.to_dict(), "source_index": self.source_uri, "source": source}}
 
     # -- checks ---------------------------------------------------------------------------------------
@@ -419,6 +410,8 @@ class Reindex:
 
         if self.html_field:
             need("--html-field", self.html_field, _TEXT_TYPES, "text")
+            if self.text_field not in fields:
+                self.text_field = None  # the default name, absent: the text comes from the HTML only
         if self.text_field and not self.html_field:
             need("--text-field", self.text_field, _TEXT_TYPES, "text")
         if self.title_field == "title" and "title" not in fields:
@@ -566,7 +559,7 @@ class _Sink:
         job = self.job
         run = self.state.run_id()
         marker = {"run": run, "source": job.source_uri, "work_dir": str(job.work_dir.resolve()),
-                  "url_field": job.url_source, "text_field": job.text_field, "html_field": job.html_field,
+                  "url_field": job.url_source, "url_key": job.url_field, "text_field": job.text_field, "html_field": job.html_field,
                   "title_field": job.title_field, "started": iso_now()}
         if not self.es.call("check the destination", c.indices.exists, index=self.name):
             got = src.call("read the source mapping", src.client.indices.get_mapping, index=src_name)
@@ -576,6 +569,7 @@ class _Sink:
             got = src.call("read the source settings", src.client.indices.get_settings, index=src_name)
             settings = next(iter(got.values()))["settings"]["index"]
             new_settings = {"analysis": settings["analysis"]} if "analysis" in settings else {}
+            self._searchable(mapping, new_settings)
             from elasticsearch import BadRequestError
 
             try:
@@ -589,6 +583,26 @@ class _Sink:
             self.created.append(self.name)
             return
         self._guard(marker)
+
+    def _searchable(self, mapping: dict[str, Any], settings: dict[str, Any]) -> None:
+        """Make the field the corpus keeps its text in searchable in the destination (``dedup search``
+        covers it): an HTML field is indexed through the ``html_strip`` character filter, a text field
+        left unindexed in the source is indexed.  Only top-level fields are changed."""
+        job = self.job
+        name = job.html_field or job.text_field
+        props = mapping["properties"]
+        if not name or "." in name or name not in props:
+            return
+        spec = dict(props[name])
+        if job.html_field:
+            analysis = settings.setdefault("analysis", {})
+            analysis.setdefault("analyzer", {})["dedup_html"] = {
+                "type": "custom", "char_filter": ["html_strip"], "tokenizer": "standard",
+                "filter": ["lowercase", "asciifolding"]}
+            spec.update(type="text", analyzer="dedup_html", index=True)
+        elif spec.get("index") is False:
+            spec["index"] = True
+        props[name] = spec
 
     def _guard(self, marker: dict[str, Any]) -> None:
         got = self.es.call("read the destination mapping", self.es.client.indices.get_mapping, index=self.name)
