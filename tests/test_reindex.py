@@ -281,6 +281,13 @@ def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url,
     hits = json.loads(capsys.readouterr().out)
     assert any(h["url"] == copied for h in hits), (title_word, copied, [h["url"] for h in hits])
 
+    report = tmp_path / "report.html"
+    assert main(["report", log, "-o", str(report), "--index", dest]) == 0
+    said = capsys.readouterr().out
+    flagged = sum(1 for v in dest_docs(dest).values() if v["status"] in ("near_duplicate", "duplicate"))
+    assert f"{len(dropped)} dropped" in said and f"{flagged} flagged" in said, said
+    assert copied in report.read_text()
+
     client = Elasticsearch(es_url)
     try:
         name = dest.rsplit("/", 1)[1]
@@ -291,6 +298,20 @@ def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url,
         assert {k: got[k] for k in line["item"]["source"]} == line["item"]["source"]
         assert got["dedup"]["status"] == "restored" and client.count(index=name)["count"] == before + 1
         assert not client.options(ignore_status=404).get(index=name, id=url).get("found")
+
+        # --check: in step (the restored page counted), then out of step once the server loses writes
+        args = reindex_args(corpus, dest, tmp_path)
+        assert main(args + ["--check"]) == 0
+        assert "in step" in capsys.readouterr().out
+        kept_id = next(h["_id"] for h in client.search(index=name, size=50)["hits"]["hits"]
+                       if h["_id"] != line["item"]["id"])
+        record = client.search(index=f"{name}-dedup", size=1)["hits"]["hits"][0]["_id"]
+        client.delete(index=name, id=kept_id, refresh=True)
+        client.delete(index=f"{name}-dedup", id=record, refresh=True)
+        assert main(args + ["--check", "--json"]) == 1
+        found = json.loads(capsys.readouterr().out)
+        assert found["missing_in_destination"] == [kept_id] and found["missing_records"] == [record]
+        assert not found["ok"] and found["restored"] == 1 and not found["dropped_but_in_destination"]
     finally:
         client.close()
 

@@ -89,8 +89,13 @@ def _check(job, args: argparse.Namespace) -> int:
     for key, ids in report.items():
         if isinstance(ids, list) and ids:
             print(f"  {key.replace('_', ' ')}: {len(ids)} ({', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''})")
-    print("in step" if report["ok"] else "OUT OF STEP: run the same reindex command again to resend what is missing")
-    return 0 if report["ok"] else 1
+    if report["ok"]:
+        print("in step" + (f"; {report['unsent']} decisions not yet written: run the same reindex command "
+                           "again to send them" if report["unsent"] else ""))
+        return 0
+    print("OUT OF STEP: the documents listed disagree with the decisions in the work folder (e.g. writes the "
+          "server acknowledged and lost, or documents changed by hand)")
+    return 1
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -453,16 +453,17 @@ class Reindex:
             dest_ids = self._all_ids(es, name)
             record_ids = self._all_ids(es, dedup_name(name))
             want_records = {str(r) for r in kept.values() if r is not None}
-            logged = self._logged_ids()
+            logged, restored = self._log_states()
+            pending = {k for k, *_ in state.unsent()}
             report = {
                 "destination": name, "decided": len(kept) + len(dropped) + unsent, "unsent": unsent,
-                "kept": len(kept), "dropped": len(dropped),
-                "missing_in_destination": sorted(set(kept) - dest_ids),
-                "unexpected_in_destination": sorted(dest_ids - set(kept) - {k for k, *_ in state.unsent()}),
-                "dropped_but_in_destination": sorted(set(dropped) & dest_ids),
+                "kept": len(kept), "dropped": len(dropped), "restored": len(restored),
+                "missing_in_destination": sorted((set(kept) | restored) - dest_ids),
+                "unexpected_in_destination": sorted(dest_ids - set(kept) - set(dropped) - pending),
+                "dropped_but_in_destination": sorted((set(dropped) - restored) & dest_ids),
                 "missing_records": sorted(want_records - record_ids),
-                "missing_in_dropped_log": sorted(set(dropped) - logged),
-                "kept_but_in_dropped_log": sorted(set(kept) & logged),
+                "missing_in_dropped_log": sorted(set(dropped) - logged - restored),
+                "kept_but_in_dropped_log": sorted(set(kept) & (logged | restored)),
             }
             report["ok"] = not any(v for k, v in report.items() if isinstance(v, list))
             return report
@@ -497,20 +498,31 @@ class Reindex:
                 log.debug("could not close point in time on %s", index, exc_info=True)
 
     def _logged_ids(self) -> set[str]:
-        """Source ids this reindex has in the dropped log (read line by line: the log is append-only)."""
-        ids: set[str] = set()
-        if not self.dropped_log.exists():
-            return ids
-        with self.dropped_log.open(encoding="utf-8") as f:
-            for line in f:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                item = entry.get("item") if isinstance(entry, dict) else None
-                if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
-                    ids.add(str(item["id"]))
-        return ids
+        """Source ids this reindex has in the dropped log (restored ones included)."""
+        dropped, restored = self._log_states()
+        return dropped | restored
+
+    def _log_states(self) -> tuple[set[str], set[str]]:
+        """``(dropped, restored)`` source ids of this reindex in the dropped log, read line by line
+        (append-only: a later ``restored`` event of a URL restores the latest drop of it)."""
+        state: dict[str, str] = {}
+        url_ids: dict[str, str] = {}
+        if self.dropped_log.exists():
+            with self.dropped_log.open(encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(entry, dict):
+                        continue
+                    item = entry.get("item")
+                    if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
+                        sid = str(item["id"])
+                        state[sid], url_ids[str(entry.get("url"))] = "dropped", sid
+                    elif entry.get("event") == "restored" and str(entry.get("url")) in url_ids:
+                        state[url_ids[str(entry["url"])]] = "restored"
+        return ({s for s, v in state.items() if v == "dropped"}, {s for s, v in state.items() if v == "restored"})
 
 
 class _Counting(Retrying):
