@@ -176,14 +176,14 @@ def killed_run(where: str, k: int, args: list[str]) -> None:
 def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
     """Four kills, each with another --batch-size: before the first bulk write with a record the
     decision never named, after a bulk write the work folder never marked, right after a decision;
-    then a run to the end.  Same kept set, verdicts and dropped log as one uninterrupted run."""
+    then a run to the end, with two worker processes.  Same kept set, verdicts and dropped log as one uninterrupted run."""
     dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
     args = reindex_args(corpus, dest, tmp_path)
     killed_run("record", 3, args + ["--batch-size", "50"])
     assert not (tmp_path / "dropped.jsonl").exists()  # killed before anything was written
     killed_run("sent", 2, args + ["--batch-size", "4"])
     killed_run("decided", 9, args + ["--batch-size", "3"])
-    assert main(args + ["--batch-size", "7", "--json"]) == 0
+    assert main(args + ["--batch-size", "7", "--workers", "2", "--json"]) == 0  # features in 2 processes
     got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
     for part, (a, b) in enumerate(zip(got, want)):
         assert {k: v for k, v in a.items() if b.get(k) != v} == {k: v for k, v in b.items() if a.get(k) != v}, part

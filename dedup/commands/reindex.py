@@ -48,7 +48,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                   html_field=args.html_field, title_field=args.title_field or None, time_field=args.time_field,
                   keep=args.keep, config=DedupConfig(**overrides), dropped_log=args.dropped_log,
                   checkpoint=args.checkpoint, work_dir=args.work_dir, batch_size=args.batch_size,
-                  read_size=args.read_size,
+                  read_size=args.read_size, workers=args.workers,
                   dry_run=args.dry_run, force=args.force, alias=args.alias, es_options=es_options, progress=show)
     try:
         if args.check:
@@ -117,6 +117,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--work-dir", help="local working state (default reindex-DEST.work beside the checkpoint)")
     p.add_argument("--batch-size", type=int, default=500, help="documents per bulk write (default 500)")
     p.add_argument("--read-size", type=int, default=1000, help="documents per point-in-time read (default 1000)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes parsing pages and computing features (default 1; decisions stay in one)")
     p.add_argument("--dry-run", action="store_true", help="decide everything in a temporary folder, write nothing")
     p.add_argument("--force", action="store_true", help="write into a destination another run (or no reindex) filled")
     p.add_argument("--check", action="store_true",

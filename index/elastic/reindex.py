@@ -55,7 +55,8 @@ from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
 from dedup.droplog import append_event, iso_now
-from dedup.page import Page, parse_page, text_page
+from dedup.features import Featurizer
+from dedup.page import Page, limit_text, parse_page, text_page
 from dedup.record import Record, epoch_seconds
 
 from .connect import IndexUnavailable, Retrying, connect, describe
@@ -99,6 +100,47 @@ def mapping_fields(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
         for sub, sub_spec in (spec.get("fields") or {}).items():
             out[f"{path}.{sub}"] = sub_spec.get("type", "object")
     return out
+
+
+@dataclass(frozen=True)
+class PageMaker:
+    """Builds the page of a source document: its HTML field parsed, else its text and title fields,
+    with the input limits of the config.  The one place a reindexed page is built (picklable, for
+    the worker processes)."""
+
+    url_field: str
+    html_field: str | None
+    text_field: str | None
+    title_field: str | None
+    max_page_bytes: int | None
+    max_text_chars: int | None
+
+    def __call__(self, hit: dict[str, Any]) -> Page:
+        source = hit["_source"]
+        url = str(field_value(source, self.url_field) or hit["_id"])
+        html = field_value(source, self.html_field) if self.html_field else None
+        if html:
+            return parse_page(html, url, max_bytes=self.max_page_bytes, max_text_chars=self.max_text_chars)
+        text = field_value(source, self.text_field) if self.text_field else ""
+        title = field_value(source, self.title_field) if self.title_field else ""
+        return limit_text(text_page(url, title, text, "field"), self.max_text_chars)
+
+
+_worker: dict[str, Any] = {}  # the featurizer of a worker process, made once by _init_worker
+
+
+def _init_worker(config: DedupConfig) -> None:
+    _worker["featurizer"] = Featurizer(weights=config.weights, shingle=config.shingle, sketch=config.sketch)
+
+
+def _featurize(task: tuple[PageMaker, dict[str, Any]]) -> tuple[Page | None, Any]:
+    """``(page, features)`` of one document in a worker, or ``(None, error text)``."""
+    make, hit = task
+    try:
+        page = make(hit)
+        return page, _worker["featurizer"](page)
+    except Exception as exc:  # a bad document is reported by the deciding process
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -149,13 +191,16 @@ class Reindex:
                  keep: str = "oldest", config: DedupConfig | None = None, dropped_log: str | os.PathLike,
                  checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
                  batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
-                 dry_run: bool = False, force: bool = False, alias: str | None = None,
+                 workers: int = 1, dry_run: bool = False, force: bool = False, alias: str | None = None,
                  es_options: dict[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
                  on_decided: Callable[[int], None] | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
         if read_size < 1:
             raise ValueError(f"read_size must be >= 1 (got {read_size})")
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1 (got {workers})")
+        self.workers = workers
         if not text_field and not html_field:
             raise ValueError("name the source's main-text field (--text-field) or HTML field (--html-field)")
         self.source_uri, self.dest_uri = source, dest
@@ -289,12 +334,12 @@ class Reindex:
         done = report.resumed_from
         if self.progress:
             self.progress(done, total)
-        for hit, sort in self._read(src, src_name, state.get("search_after")):
+        todo = ((hit, sort) for hit, sort in self._read(src, src_name, state.get("search_after"))
+                if not state.decided(str(hit["_id"])))  # read again after a resume: decided before
+        for hit, sort, page, features in self._featured(todo, decider):
             sid = str(hit["_id"])
-            if state.decided(sid):  # read again after a resume: decided before the interruption
-                continue
             capture.added.clear()
-            verdict, page = self._decide(hit, decider)
+            verdict = self._decide(hit, page, features, decider)
             record = capture.added[-1] if capture.added else None
             es_rid = None
             if record is not None:
@@ -311,6 +356,41 @@ class Reindex:
                 self.on_decided(done)
             if self.progress:
                 self.progress(done, max(total, done))
+
+    def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
+                  ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
+        """``(hit, sort, page, features or error text)`` in read order: computed here with one
+        worker, else by a process pool one read page ahead of the decisions (which stay here)."""
+        make = self._page_maker()
+        if self.workers == 1:
+            for hit, sort in hits:
+                try:
+                    page = make(hit)
+                    yield hit, sort, page, decider.featurizer(page)
+                except Exception as exc:  # a bad document is reported and kept, never the end of the job
+                    yield hit, sort, None, f"{type(exc).__name__}: {exc}"
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from itertools import islice
+
+        chunk = self.read_size
+        with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"),
+                                 initializer=_init_worker, initargs=(self.config,)) as pool:
+            def submit(batch):
+                return batch, pool.map(_featurize, [(make, h) for h, _ in batch], chunksize=8)
+
+            ahead = None
+            while True:
+                batch = list(islice(hits, chunk))
+                current = submit(batch) if batch else None
+                if ahead is not None:
+                    done_batch, results = ahead
+                    for (hit, sort), (page, features) in zip(done_batch, results):
+                        yield hit, sort, page, features
+                if current is None:
+                    return
+                ahead = current
 
     def _read(self, src: Retrying, index: str, after: list[Any] | None) -> Iterator[tuple[dict[str, Any], list[Any]]]:
         """``(hit, sort values)`` in keep-rule order after ``after``, through a point in time that is
@@ -349,27 +429,22 @@ class Reindex:
                 except Exception:  # the PIT expires by itself; never mask the real error
                     log.debug("could not close point in time on %s", index, exc_info=True)
 
-    def _decide(self, hit: dict[str, Any], decider: Deduplicator) -> tuple[Verdict, Page | None]:
-        source = hit["_source"]
-        try:
-            page = self._page(hit)
-            return decider.process(page, fetched_at=epoch_seconds(field_value(source, self.time_field), 0.0)), page
-        except Exception as exc:  # a bad document is reported and kept, never the end of the job
-            log.warning("Reindex: document %s could not be checked: %s", hit["_id"], exc, exc_info=True)
-            return Verdict("error", None, "error", {"error": f"{type(exc).__name__}: {exc}"}, kept=True), None
+    def _decide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator) -> Verdict:
+        """The verdict of a page whose features are computed (``Deduplicator.process`` with the
+        features given); a document that could not be read is kept with status ``error``."""
+        if page is None or isinstance(features, str):
+            log.warning("Reindex: document %s could not be checked: %s", hit["_id"], features)
+            return Verdict("error", None, "error", {"error": str(features)}, kept=True)
+        verdict = decider.check(page, features)
+        verdict.kept = verdict.status not in self.config.drop
+        if verdict.kept:
+            fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
+            decider.add(page, features, verdict, fetched_at=fetched_at)
+        return verdict
 
-    def _page(self, hit: dict[str, Any]) -> Page:
-        """The page of a source document: its HTML field parsed, else its text and title fields,
-        with the input limits of the config.  The one place a page is built (see the brief)."""
-        source = hit["_source"]
-        url = str(field_value(source, self.url_source) or hit["_id"])
-        html = field_value(source, self.html_field) if self.html_field else None
-        if html:
-            return parse_page(html, url, max_bytes=self.config.max_page_bytes,
-                              max_text_chars=self.config.max_text_chars)
-        text = field_value(source, self.text_field) if self.text_field else ""
-        title = field_value(source, self.title_field) if self.title_field else ""
-        return text_page(url, title, text, "field")
+    def _page_maker(self) -> PageMaker:
+        return PageMaker(self.url_source, self.html_field, self.text_field, self.title_field,
+                         self.config.max_page_bytes, self.config.max_text_chars)
 
     def _payload(self, hit: dict[str, Any], verdict: Verdict, page: Page | None) -> dict[str, Any]:
         """What the cluster (kept) or the dropped log (dropped) gets for this decision."""
