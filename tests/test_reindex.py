@@ -398,3 +398,21 @@ def test_reindex_refuses_a_second_run_at_once(corpus, tmp_path, es_url, capsys):
     assert report["processed"] == len(ALL_PATHS) and report["resumed_from"] >= 2
     # no terminal: progress as log lines, the last one for the whole corpus
     assert f"reindex: {len(ALL_PATHS)}/{len(ALL_PATHS)} documents (" in captured.err
+
+
+def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
+    """After a resume the bar starts where the run starts: skipped documents make no rate or ETA."""
+    import io
+
+    from dedup.commands.reindex import bar_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    show = bar_progress("reindex")
+    show(7000, 10000)
+    show(7001, 10000)
+    assert "7000/10000" in err.getvalue() and " 7000/10000 [00:00<?, ?doc/s]" in err.getvalue()
