@@ -44,7 +44,8 @@ from .record import epoch_seconds
 
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
-    "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "page_from_item",
+    "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "append_events",
+    "page_from_item",
     "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES",
 ]
 
@@ -431,7 +432,14 @@ def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
     When the file does not end with a newline (a torn last line), a newline goes first so the
     event never merges with it.
     """
-    data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+    append_events(path, [event])
+
+
+def append_events(path: str | os.PathLike, events: Iterable[dict[str, Any]]) -> None:
+    """Append lines (drop lines or events) as :func:`append_event` does, with one write and one fsync."""
+    data = b"".join(json.dumps(e, ensure_ascii=False, default=str).encode("utf-8") + b"\n" for e in events)
+    if not data:
+        return
     fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
         size = os.fstat(fd).st_size

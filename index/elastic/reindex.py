@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import append_event, iso_now
+from dedup.droplog import append_events, iso_now
 from dedup.features import Featurizer
 from dedup.page import Page, limit_text, parse_page, text_page
 from dedup.record import Record, epoch_seconds
@@ -752,9 +752,8 @@ class _Sink:
         if self.dropped:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()
-            for sid, line in self.dropped:
-                if self.logged is None or sid not in self.logged:
-                    append_event(self.job.dropped_log, line)
+            append_events(self.job.dropped_log, [line for sid, line in self.dropped
+                                                 if self.logged is None or sid not in self.logged])
         self.state.mark_sent([sid for sid, *_ in self.kept] + [sid for sid, _ in self.dropped])
         self.job._save_checkpoint(self.state)
         self.kept, self.dropped, self.pending_bytes = [], [], 0
