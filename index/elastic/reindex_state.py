@@ -32,10 +32,11 @@ CREATE TABLE IF NOT EXISTS docs (
     kept INTEGER NOT NULL,
     record_id INTEGER,
     es_record_id INTEGER,
-    sent INTEGER NOT NULL DEFAULT 0,
-    payload TEXT
+    sent INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS docs_unsent ON docs(sent) WHERE sent = 0;
+CREATE INDEX IF NOT EXISTS docs_seq ON docs(seq);
+-- the payloads not yet acknowledged by the cluster, apart: the decisions table stays small to scan
+CREATE TABLE IF NOT EXISTS pending (source_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
 """
 
 
@@ -81,21 +82,23 @@ class WorkState:
         """One decision and the read position reached, in one transaction."""
         with self.db:
             seq = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM docs").fetchone()[0]
-            self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id, payload) "
-                            "VALUES (?,?,?,?,?,?,?)", (source_id, seq, status, int(kept), record_id, es_record_id,
-                                                       json.dumps(payload, ensure_ascii=False, default=str)))
+            self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id) "
+                            "VALUES (?,?,?,?,?,?)", (source_id, seq, status, int(kept), record_id, es_record_id))
+            self.db.execute("INSERT INTO pending(source_id, payload) VALUES (?, ?)",
+                            (source_id, json.dumps(payload, ensure_ascii=False, default=str)))
             if after is not None:
                 self._set({"search_after": after})
 
     def mark_sent(self, source_ids: Iterable[str]) -> None:
+        rows = [(s,) for s in source_ids]
         with self.db:
-            self.db.executemany("UPDATE docs SET sent = 1, payload = NULL WHERE source_id = ?",
-                                [(s,) for s in source_ids])
+            self.db.executemany("UPDATE docs SET sent = 1 WHERE source_id = ?", rows)
+            self.db.executemany("DELETE FROM pending WHERE source_id = ?", rows)
 
     def unsent(self) -> Iterator[tuple[str, bool, int | None, dict[str, Any]]]:
         """``(source id, kept, local record id, payload)`` of the decisions not yet in the cluster."""
-        rows = self.db.execute("SELECT source_id, kept, record_id, payload FROM docs WHERE sent = 0 "
-                               "ORDER BY seq").fetchall()
+        rows = self.db.execute("SELECT d.source_id, d.kept, d.record_id, p.payload FROM pending p JOIN docs d "
+                               "USING (source_id) ORDER BY d.seq").fetchall()
         for sid, kept, rid, payload in rows:
             yield sid, bool(kept), rid, json.loads(payload)
 
