@@ -54,8 +54,9 @@ from .sources import Source, features_from_source, page_fields, page_from_source
 
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
-    "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "page_from_item",
-    "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES", "DropLogWriter", "index_identity",
+    "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "append_events", "drop_line",
+    "page_from_item", "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES", "DropLogWriter",
+    "index_identity",
 ]
 
 try:
@@ -465,6 +466,31 @@ def index_identity(uri: str) -> str:
     return f"{'http' if scheme == 'es' else scheme}://{host}:{parts.port or 9200}/{parts.path.strip('/')}"
 
 
+def drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None, *,
+              index: str | None = None, omit: Iterable[str] = ()) -> dict[str, Any]:
+    """The drop line of a dropped page, the one format every writer uses (the crawl's
+    :class:`DropLogWriter`, a reindex's batched appends): its ``verdict`` (a Verdict dict, stored
+    once), ``item`` (its fields; ``dedup``, ``page`` and the names in ``omit``, e.g. the raw-HTML
+    field, are left out), the ``index`` it was dropped from (as :func:`index_identity` spells it)
+    and the parsed ``page`` (its title and text complete the item; its tagged fields are kept
+    beside it)."""
+    skip = {"dedup", "page", *omit}
+    logged = {k: v for k, v in item.items() if k not in skip}
+    if page is not None:
+        if not logged.get("title"):
+            logged["title"] = page.title
+        if not logged.get("text"):
+            logged["text"] = page.text
+    line: dict[str, Any] = {"url": logged.get("url") or (page.url if page else None), "time": iso_now()}
+    if index:
+        line["index"] = index_identity(index)
+    line["verdict"] = verdict
+    line["item"] = logged
+    if page is not None:
+        line["page"] = page_fields(page)
+    return line
+
+
 class DropLogWriter:
     """The one writer of drop lines (see the module docstring), appending to ``path``.
 
@@ -479,23 +505,8 @@ class DropLogWriter:
 
     def write(self, verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None,
               omit: Iterable[str] = ()) -> None:
-        """Log a dropped page: its ``verdict`` (a Verdict dict), ``item`` (its fields; ``dedup``, ``page``
-        and the names in ``omit``, e.g. the raw-HTML field, are left out) and the parsed ``page``
-        (its title and text complete the item; its tagged fields are kept beside it)."""
-        skip = {"dedup", "page", *omit}
-        logged = {k: v for k, v in item.items() if k not in skip}
-        if page is not None:
-            if not logged.get("title"):
-                logged["title"] = page.title
-            if not logged.get("text"):
-                logged["text"] = page.text
-        line: dict[str, Any] = {"url": logged.get("url") or (page.url if page else None), "time": iso_now()}
-        if self.index:
-            line["index"] = self.index
-        line["verdict"] = verdict
-        line["item"] = logged
-        if page is not None:
-            line["page"] = page_fields(page)
+        """Log a dropped page (see :func:`drop_line`), flushed at once."""
+        line = drop_line(verdict, item, page, index=self.index, omit=omit)
         self._file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
 
@@ -515,7 +526,14 @@ def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
     When the file does not end with a newline (a torn last line), a newline goes first so the
     event never merges with it.
     """
-    data = json.dumps(event, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+    append_events(path, [event])
+
+
+def append_events(path: str | os.PathLike, events: Iterable[dict[str, Any]]) -> None:
+    """Append lines (drop lines or events) as :func:`append_event` does, with one write and one fsync."""
+    data = b"".join(json.dumps(e, ensure_ascii=False, default=str).encode("utf-8") + b"\n" for e in events)
+    if not data:
+        return
     fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
         size = os.fstat(fd).st_size
@@ -658,7 +676,12 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
             record_id = index.add(record)
     doc = {"url": entry.url, "title": page.title, "text": page.text,
            "fetched_at": fetched_at, "dedup": restored_dedup(entry.verdict, when)}
-    search.add(doc)
+    source = item.get("source")
+    if isinstance(source, dict) and item.get("id") is not None:
+        # a reindex's log: the whole original document, under its original _id
+        search.add({**source, "url": source.get("url", entry.url), "dedup": doc["dedup"]}, doc_id=str(item["id"]))
+    else:
+        search.add(doc)
     search.flush()  # durable before the log says so (a backend may buffer adds)
     append_event(log.path, {"event": RESTORED, "url": entry.url, "time": when, "record_id": record_id,
                             "index": target})

@@ -5,6 +5,7 @@ and resumed it ends identical to an uninterrupted run; --dry-run writes nothing.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -27,12 +28,10 @@ def arrival(path: str) -> int:
     return (ALL_PATHS.index(path) * 7) % len(ALL_PATHS)
 
 
-@pytest.fixture(scope="module")
-def corpus(site_url, es_url):
-    """An index ``corpus-…`` of the sample site's pages: url (keyword), html, title, a date."""
+def make_corpus(site_url: str, es_url: str, name: str) -> str:
+    """An index ``name`` of the sample site's pages: url (keyword), html, title, a date, a site."""
     from elasticsearch import Elasticsearch, helpers
 
-    name = f"corpus-{int(time.time() * 1000) % 10**9}"
     client = Elasticsearch(es_url)
     client.indices.create(index=name, mappings={"properties": {
         "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "title": {"type": "text"},
@@ -49,7 +48,16 @@ def corpus(site_url, es_url):
             "site": "wrenfield"}})
     helpers.bulk(client, docs, refresh=True)
     client.close()
-    yield f"{es_url}/{name}"
+    return f"{es_url}/{name}"
+
+
+@pytest.fixture(scope="module")
+def corpus(site_url, es_url):
+    """An index ``corpus-…`` of the sample site's pages (:func:`make_corpus`)."""
+    from elasticsearch import Elasticsearch
+
+    name = f"corpus-{int(time.time() * 1000) % 10**9}"
+    yield make_corpus(site_url, es_url, name)
     client = Elasticsearch(es_url)
     client.options(ignore_status=404).indices.delete(index=name)
     client.close()
@@ -126,30 +134,186 @@ def test_reindex_destination_mirrors_the_source(uninterrupted, corpus, es_url):
     assert json.loads((out / "checkpoint.json").read_text())["finished"] is True
 
 
-def test_reindex_killed_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
-    dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
-    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
-    log = tmp_path.parent / f"{tmp_path.name}.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([DEDUP, *args], cwd=ROOT, env=clean_env(), stdout=out, stderr=subprocess.STDOUT)
-    checkpoint = tmp_path / "checkpoint.json"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if json.loads(checkpoint.read_text())["processed"] >= 10:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.02)
-    assert proc.poll() is None, "the reindex finished before it could be killed: " + log.read_text()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done = json.loads(checkpoint.read_text())
-    assert 10 <= done["processed"] < len(ALL_PATHS) and not done["finished"]
+# A run that SIGKILLs itself at a chosen point: ``where`` is ``record`` (the K-th decision, before
+# its commit: the local index holds a record no decision names), ``decided`` (right after the K-th
+# commit) or ``sent`` (the K-th bulk write reached the cluster and the log, before the work folder
+# says so).  Deterministic, unlike a timed kill, and it reaches the windows a timer rarely hits.
+KILLER = """
+import os, signal, sys, time
+from index.elastic import reindex_state
+where, k = sys.argv[1], int(sys.argv[2])
+if where == "slow":  # a decision every 0.1 s, so a test can take the server away mid-run
+    original = reindex_state.WorkState.record
+    def slow(self, *a, **kw):
+        time.sleep(0.1)
+        return original(self, *a, **kw)
+    reindex_state.WorkState.record = slow
+    from dedup.cli import main
+    sys.exit(main(sys.argv[3:]))
+name = {"record": "record", "decided": "record", "sent": "mark_sent"}[where]
+original = getattr(reindex_state.WorkState, name)
+calls = [0]
+def patched(self, *a, **kw):
+    calls[0] += 1
+    if calls[0] == k and where != "decided":
+        os.kill(os.getpid(), signal.SIGKILL)
+    result = original(self, *a, **kw)
+    if calls[0] == k:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return result
+setattr(reindex_state.WorkState, name, patched)
+from dedup.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
 
-    assert main(args + ["--json"]) == 0  # resumes from the checkpoint
-    assert outcome(dest, tmp_path) == outcome(*uninterrupted)
-    assert json.loads(checkpoint.read_text())["processed"] == len(ALL_PATHS)
+
+def killed_run(where: str, k: int, args: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-c", KILLER, where, str(k), *args], cwd=ROOT, env=clean_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+
+
+def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
+    """Four kills, each with another --batch-size: before the first bulk write with a record the
+    decision never named, after a bulk write the work folder never marked, right after a decision;
+    then a run to the end, with two worker processes.  Same kept set, verdicts and dropped log as one uninterrupted run."""
+    dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path)
+    killed_run("record", 3, args + ["--batch-size", "50"])
+    assert not (tmp_path / "dropped.jsonl").exists()  # killed before anything was written
+    killed_run("sent", 2, args + ["--batch-size", "4"])
+    killed_run("decided", 9, args + ["--batch-size", "3"])
+    assert main(args + ["--batch-size", "7", "--workers", "2", "--json"]) == 0  # features in 2 processes
+    got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
+    for part, (a, b) in enumerate(zip(got, want)):
+        assert {k: v for k, v in a.items() if b.get(k) != v} == {k: v for k, v in b.items() if a.get(k) != v}, part
+    lines = read_jsonl(tmp_path / "dropped.jsonl")
+    assert len(lines) == len({line["item"]["id"] for line in lines})  # none logged twice
+    assert json.loads((tmp_path / "checkpoint.json").read_text())["processed"] == len(ALL_PATHS)
+    assert main(args + ["--check"]) == 0
+
+
+def decided(work: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(work / "state.sqlite", timeout=5) as db:
+            return db.execute("SELECT count(*) FROM docs").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def wait_for(condition, proc, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, "the reindex ended too early: " + proc.stderr.read()[-2000:]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_reindex_survives_outages(uninterrupted, site_url, tmp_path):
+    """A server gone longer than the retry budget stops the run with one line and no document in
+    `error`; the same command continues.  A server restarted within the budget (its point in time
+    lost) costs nothing: the read resumes after the last document with a fresh point in time."""
+    from es_server import ENV_URL, Emulator
+
+    if os.environ.get(ENV_URL):
+        pytest.skip("stops and restarts the server: emulator only")
+    server = Emulator(tmp_path / "es")
+    server.start()
+    try:
+        corpus = make_corpus(site_url, server.url, "corpus")
+        dest = f"{server.url}/dest"
+        args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5", "--read-size", "5")
+        work = tmp_path / "checkpoint.work"
+        run = [sys.executable, "-c", KILLER, "slow", "0"]
+
+        proc = subprocess.Popen([*run, *args, "--es-options", '{"retry_seconds": 2}'], cwd=ROOT, env=clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: decided(work) >= 8, proc)
+        server.stop()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err
+        assert "Traceback" not in err and "retry budget 2 s" in err, err
+        assert 8 <= decided(work) < len(ALL_PATHS)
+        server.start()
+
+        proc = subprocess.Popen([*run, *args, "--es-options", '{"retry_seconds": 60}'], cwd=ROOT, env=clean_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        before = decided(work)
+        wait_for(lambda: decided(work) >= before + 8, proc)
+        server.stop()
+        server.start()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err and "Point in time" in err, err
+        got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
+        assert got == want
+        assert all(v[0] != "error" for v in got[0].values())
+    finally:
+        server.stop()
+
+
+def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url, capsys):
+    """dropped list/show/restore, explain and search on a reindex's output, as on a crawl's."""
+    from elasticsearch import Elasticsearch
+
+    dest = f"{es_url}/tools-{tmp_path.name.lower()}"
+    log = str(tmp_path / "dropped.jsonl")
+    assert main(reindex_args(corpus, dest, tmp_path)) == 0
+    capsys.readouterr()
+    assert main(["dropped", "list", "--log", log, "--index", dest, "--json"]) == 0
+    dropped = json.loads(capsys.readouterr().out)
+    assert len(dropped) == sum(len(g["paths"]) - 1 for g in EXACT)
+    url = dropped[0]["url"]
+    line = next(d for d in read_jsonl(tmp_path / "dropped.jsonl") if d["url"] == url)
+    copied = line["verdict"]["duplicate_of"]
+
+    assert main(["dropped", "show", url, "--log", log, "--index", dest]) == 0
+    out = capsys.readouterr().out
+    assert f"search index {dest}" in out and "not in the search index" not in out
+    assert main(["explain", url, "--index", dest, "--log", log, "--no-corpus", "--json"]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    assert explained["sources"]["b"] == f"index {dest}" and explained["odds_ratio"] >= 100  # exact copies
+
+    title_word = next(w for w in line["item"]["text"].split() if len(w) > 6 and w.isalpha())
+    assert main(["search", title_word, "--index", dest, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert any(h["url"] == copied for h in hits), (title_word, copied, [h["url"] for h in hits])
+
+    report = tmp_path / "report.html"
+    assert main(["report", log, "-o", str(report), "--index", dest]) == 0
+    said = capsys.readouterr().out
+    flagged = sum(1 for v in dest_docs(dest).values() if v["status"] in ("near_duplicate", "duplicate"))
+    assert f"{len(dropped)} dropped" in said and f"{flagged} flagged" in said, said
+    assert copied in report.read_text()
+
+    client = Elasticsearch(es_url)
+    try:
+        name = dest.rsplit("/", 1)[1]
+        before = client.count(index=name)["count"]
+        assert main(["dropped", "restore", url, "--log", log, "--index", dest]) == 0
+        client.indices.refresh(index=name)
+        got = client.get(index=name, id=line["item"]["id"])["_source"]  # its own _id, its whole _source
+        assert {k: got[k] for k in line["item"]["source"]} == line["item"]["source"]
+        assert got["dedup"]["status"] == "restored" and client.count(index=name)["count"] == before + 1
+        assert not client.options(ignore_status=404).get(index=name, id=url).get("found")
+
+        # --check: in step (the restored page counted), then out of step once the server loses writes
+        args = reindex_args(corpus, dest, tmp_path)
+        assert main(args + ["--check"]) == 0
+        assert "in step" in capsys.readouterr().out
+        kept_id = next(h["_id"] for h in client.search(index=name, size=50)["hits"]["hits"]
+                       if h["_id"] != line["item"]["id"])
+        record = client.search(index=f"{name}-dedup", size=1)["hits"]["hits"][0]["_id"]
+        client.delete(index=name, id=kept_id, refresh=True)
+        client.delete(index=f"{name}-dedup", id=record, refresh=True)
+        assert main(args + ["--check", "--json"]) == 1
+        found = json.loads(capsys.readouterr().out)
+        assert found["missing_in_destination"] == [kept_id] and found["missing_records"] == [record]
+        assert not found["ok"] and found["restored"] == 1 and not found["dropped_but_in_destination"]
+    finally:
+        client.close()
 
 
 def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
@@ -170,7 +334,85 @@ def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
 
 
 def test_reindex_clear_errors(corpus, tmp_path, es_url, capsys):
-    assert main(reindex_args(f"{es_url}/no-such-index", f"{es_url}/x-{tmp_path.name.lower()}", tmp_path)) == 2
+    from elasticsearch import Elasticsearch
+
+    name = corpus.rsplit("/", 1)[1]
+    dest = f"{es_url}/x-{tmp_path.name.lower()}"
+    assert main(reindex_args(f"{es_url}/no-such-index", dest, tmp_path)) == 2
     assert "no source index no-such-index" in capsys.readouterr().err
     assert main(reindex_args(corpus, f"{es_url}/y", tmp_path, "--keep", "shortest")) == 2
     assert "unknown keep rule" in capsys.readouterr().err
+    for option, value, said in [
+            ("--html-field", "html_body", f"--html-field field `html_body` not in the mapping of `{name}`; text fields "
+                                          "are: html, site, title, url"),
+            ("--url-field", "link", f"--url-field field `link` not in the mapping of `{name}`"),
+            ("--url-field", "html", f"--url-field field `html` of `{name}` is text, not sortable"),
+            ("--time-field", "fetched", f"--time-field field `fetched` not in the mapping of `{name}`; sortable "
+                                        "fields are: crawled, site, url"),
+            ("--title-field", "headline", f"--title-field field `headline` not in the mapping of `{name}`")]:
+        assert main(reindex_args(corpus, dest, tmp_path, option, value)) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
+    assert main(reindex_args(corpus, "http://127.0.0.1:9/dest", tmp_path, "--es-options",
+                             '{"retry_seconds": 0.3}')) == 1
+    err = capsys.readouterr().err
+    assert "Elasticsearch at http://127.0.0.1:9 failed to check the destination" in err or "127.0.0.1:9" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    client = Elasticsearch(es_url)
+    try:  # nothing left behind by the failed starts
+        assert not client.indices.exists(index=dest.rsplit("/", 1)[1])
+        assert not client.indices.exists(index=dest.rsplit("/", 1)[1] + "-dedup")
+    finally:
+        client.close()
+
+
+def test_reindex_refuses_reruns_into_a_filled_destination(uninterrupted, corpus, tmp_path, capsys):
+    dest, out = uninterrupted
+    args = reindex_args(corpus, dest, tmp_path)  # another dropped log, so another work folder
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"destination {dest.rsplit('/', 1)[1]} already exists and holds another reindex" in err
+    assert str(out) in err and "--force" in err
+    assert main(reindex_args(corpus, dest, out)) == 2  # the finished run itself
+    assert "finished already" in capsys.readouterr().err
+    assert main(args + ["--force"]) == 0  # keyed writes: the same documents again
+    assert "holds another reindex" not in capsys.readouterr().err
+
+
+def test_reindex_refuses_a_second_run_at_once(corpus, tmp_path, es_url, capsys):
+    dest = f"{es_url}/twice-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
+    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: decided(tmp_path / "checkpoint.work") >= 2, proc)
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"another reindex (pid {proc.pid}) is running with work folder" in err, err
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert main(args + ["--json"]) == 0  # and the interrupted one continues
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["processed"] == len(ALL_PATHS) and report["resumed_from"] >= 2
+    # no terminal: progress as log lines, the last one for the whole corpus
+    assert f"reindex: {len(ALL_PATHS)}/{len(ALL_PATHS)} documents (" in captured.err
+
+
+def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
+    """After a resume the bar starts where the run starts: skipped documents make no rate or ETA."""
+    import io
+
+    from dedup.commands.reindex import bar_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    show = bar_progress("reindex")
+    show(7000, 10000)
+    show(7001, 10000)
+    assert "7000/10000" in err.getvalue() and " 7000/10000 [00:00<?, ?doc/s]" in err.getvalue()

@@ -3,25 +3,82 @@ from __future__ import annotations
 
 import argparse
 import json
-
-from . import progress
+import sys
+import time
+from typing import Callable
 
 __all__ = ["register"]
 
 
-def cmd_reindex(args: argparse.Namespace) -> int:
-    from index.elastic.reindex import Reindex  # lazy: dedup's modules do not import index
+def bar_progress(label: str) -> Callable[[int, int], None] | None:
+    """A tqdm bar on a terminal (None otherwise) that starts at the first count it is given, so the
+    documents a resumed run skips count neither in its rate nor in its ETA."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
 
+    bar: dict[str, tqdm] = {}
+
+    def show(n: int, total: int) -> None:
+        if "bar" not in bar:
+            bar["bar"] = tqdm(total=total, initial=n, desc=label, unit="doc", file=sys.stderr, dynamic_ncols=True)
+        b = bar["bar"]
+        b.total = max(total, n)
+        b.update(n - b.n)
+        if n >= total:
+            b.close()
+
+    return show
+
+
+def log_progress(label: str, every: float) -> Callable[[int, int], None]:
+    """A ``show(done, total)`` writing one line to stderr every ``every`` seconds (and at the end),
+    for runs without a terminal; the rate counts this run's documents only, so it is right after a
+    resume."""
+    start: dict[str, float] = {}
+
+    def show(n: int, total: int) -> None:
+        now = time.monotonic()
+        if not start:
+            start.update(t=now, n=n, last=now)
+            return
+        if now - start["last"] < every and n < total:
+            return
+        start["last"] = now
+        rate = (n - start["n"]) / max(now - start["t"], 1e-9)
+        eta = f", ETA {int((total - n) / rate)} s" if rate > 0 and n < total else ""
+        print(f"{label}: {n}/{total} documents ({rate:.1f}/s{eta})", file=sys.stderr, flush=True)
+
+    return show
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from index.elastic import IndexUnavailable
+    from index.elastic.reindex import Reindex
     from ..deduplicator import DedupConfig
 
     overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn") if getattr(args, k) is not None}
-    es_options = json.loads(args.es_options) if args.es_options else {}
+    try:
+        es_options = json.loads(args.es_options) if args.es_options else {}
+    except ValueError as exc:
+        raise ValueError(f"--es-options is not a JSON object: {exc}") from None
+    show = bar_progress("reindex") or log_progress("reindex", args.progress_every)
     job = Reindex(args.source, args.dest, url_field=args.url_field, text_field=args.text_field or None,
                   html_field=args.html_field, title_field=args.title_field or None, time_field=args.time_field,
                   keep=args.keep, config=DedupConfig(**overrides), dropped_log=args.dropped_log,
-                  checkpoint=args.checkpoint, batch_size=args.batch_size, dry_run=args.dry_run, alias=args.alias,
-                  es_options=es_options, progress=progress("reindex"))
-    report = job.run()
+                  checkpoint=args.checkpoint, work_dir=args.work_dir, batch_size=args.batch_size,
+                  read_size=args.read_size, workers=args.workers,
+                  dry_run=args.dry_run, force=args.force, alias=args.alias, es_options=es_options, progress=show)
+    try:
+        if args.check:
+            return _check(job, args)
+        report = job.run()
+    except IndexUnavailable as exc:
+        print(f"dedup: error: {exc}", file=sys.stderr)
+        if job.work_dir.exists() and not args.check:
+            print(f"dedup: every decision made so far is kept in {job.work_dir}; run the same command again to "
+                  "continue", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
         return 0
@@ -31,6 +88,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
           + f": {what} {report.kept} ({report.flagged} flagged), dropped {report.dropped}, errors {report.errors}")
     for status, n in sorted(report.statuses.items()):
         print(f"  {status:<16} {n}")
+    print(f"{report.requests} requests to Elasticsearch")
     if report.dry_run:
         print("dry run: nothing was written")
     else:
@@ -40,25 +98,54 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(job, args: argparse.Namespace) -> int:
+    report = job.check()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0 if report["ok"] else 1
+    print(f"{report['destination']}: {report['decided']} decisions ({report['kept']} kept, {report['dropped']} "
+          f"dropped, {report['unsent']} not yet written)")
+    for key, ids in report.items():
+        if isinstance(ids, list) and ids:
+            print(f"  {key.replace('_', ' ')}: {len(ids)} ({', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''})")
+    if report["ok"]:
+        print("in step" + (f"; {report['unsent']} decisions not yet written: run the same reindex command "
+                           "again to send them" if report["unsent"] else ""))
+        return 0
+    print("OUT OF STEP: the documents listed disagree with the decisions in the work folder (e.g. writes the "
+          "server acknowledged and lost, or documents changed by hand)")
+    return 1
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("reindex", help="run an existing Elasticsearch index through the filter into a new one",
                        description="Read SOURCE (any mapping) through a point in time in keep-rule order, decide "
-                                   "every document, write the kept ones with their verdicts to DEST (DEST-dedup "
-                                   "holds the dedup records) and log the dropped ones. Resumes from its checkpoint.")
+                                   "every document against a local working state, write the kept ones with their "
+                                   "verdicts to DEST in bulk (DEST-dedup holds the dedup records) and log the "
+                                   "dropped ones. Killed at any moment, the same command continues.")
     p.add_argument("source", help="source index URI, e.g. http://127.0.0.1:9200/corpus")
     p.add_argument("dest", help="destination index URI, e.g. http://127.0.0.1:9200/corpus-dedup-v1")
     p.add_argument("--url-field", default="url", help="sortable URL field (default url; url.keyword for text)")
     p.add_argument("--text-field", default="text", help="main-text field (default text; '' for none)")
     p.add_argument("--html-field", help="raw-HTML field, parsed and extracted (preferred over --text-field)")
-    p.add_argument("--title-field", default="title", help="title field (default title)")
+    p.add_argument("--title-field", default="title", help="title field (default title, when the mapping has one)")
     p.add_argument("--time-field", default="fetched_at", help="time field for oldest/newest (default fetched_at)")
     p.add_argument("--keep", default="oldest", help="keep rule: oldest (default), newest, field:NAME[:asc|desc]")
     p.add_argument("--dropped-log", default="dropped.jsonl", help="dropped-page log (default dropped.jsonl)")
-    p.add_argument("--checkpoint", help="checkpoint file (default reindex-DEST.checkpoint.json beside the log)")
-    p.add_argument("--batch-size", type=int, default=500, help="documents per batch and checkpoint (default 500)")
-    p.add_argument("--dry-run", action="store_true", help="decide everything in memory, report, write nothing")
+    p.add_argument("--checkpoint", help="checkpoint summary (default reindex-DEST.checkpoint.json beside the log)")
+    p.add_argument("--work-dir", help="local working state (default reindex-DEST.work beside the checkpoint)")
+    p.add_argument("--batch-size", type=int, default=500, help="documents per bulk write (default 500)")
+    p.add_argument("--read-size", type=int, default=1000, help="documents per point-in-time read (default 1000)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes parsing pages and computing features (default 1; decisions stay in one)")
+    p.add_argument("--dry-run", action="store_true", help="decide everything in a temporary folder, write nothing")
+    p.add_argument("--force", action="store_true", help="write into a destination another run (or no reindex) filled")
+    p.add_argument("--check", action="store_true",
+                   help="compare DEST, DEST-dedup and the dropped log with the work folder; exit 1 when out of step")
     p.add_argument("--alias", help="at the end, point this alias at DEST (removing it from other indices)")
     p.add_argument("--es-options", help="JSON object of connection options (api_key, ca_certs, retry_seconds...)")
+    p.add_argument("--progress-every", type=float, default=30.0,
+                   help="seconds between progress lines when stderr is no terminal (default 30)")
     p.add_argument("--t1", type=float, help="duplicate threshold (containment)")
     p.add_argument("--t2", type=float, help="near-duplicate threshold (containment)")
     p.add_argument("--knn", type=int, help="nearest signatures fetched per document")

@@ -41,7 +41,7 @@ from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
 
 from .connect import Retrying, check_index_name, create_index
 
-__all__ = ["ElasticIndex", "MAPPING", "record_id", "claim_id"]
+__all__ = ["ElasticIndex", "MAPPING", "record_id", "claim_id", "record_actions"]
 
 log = logging.getLogger(__name__)
 
@@ -313,3 +313,22 @@ class ElasticIndex:
             log.warning("%s: %s hit the %d-document window; some candidates were not read",
                         self.name, what, _MAX_HITS)
         return hits
+
+
+def record_actions(index: ElasticIndex, records: Iterable[Record]) -> list[dict[str, Any]]:
+    """Bulk ``index`` actions storing ``records`` in ``index`` under their :func:`record_id`, for a
+    writer that decided them elsewhere (a reindex's local state): no content claim is made, and a
+    repeat overwrites, so resending after an interruption is harmless."""
+    actions = []
+    for record in records:
+        sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
+        if index.ref_id is None:
+            index._set_reference(record.ref_id, sig.size)
+        index._check_ref(record.ref_id, sig.size, "signature")
+        rid = record_id(record)
+        doc = record.to_dict()
+        doc.update(id=rid, simhash_keys=index._keys.keys(int(record.simhash)))
+        if np.linalg.norm(sig) > 0:
+            doc["signature_vector"] = _unit(sig).tolist()
+        actions.append({"_op_type": "index", "_index": index.name, "_id": str(rid), "_source": doc})
+    return actions

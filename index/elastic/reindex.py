@@ -1,9 +1,10 @@
 """``dedup reindex``: run an existing Elasticsearch corpus through the filter into a new index.
 
 The source index may have any mapping: options name its URL field, its text field (main text)
-or HTML field (parsed and extracted like a crawled page), its title field and its time field.
-Documents are read through a point in time with ``search_after``, in the order of the keep
-rule, the first document of a group being the one kept:
+or HTML field (parsed and extracted like a crawled page), its title field and its time field;
+each is checked against the source mapping before anything is written.  Documents are read
+through a point in time with ``search_after``, in the order of the keep rule, the first document
+of a group being the one kept:
 
 ``oldest`` / ``newest``  by the time field, then the URL;
 ``field:NAME[:asc|desc]`` by any sortable field, then the URL.
@@ -12,43 +13,67 @@ rule, the first document of a group being the one kept:
 same on every Elasticsearch-API server.)  The URL field must be sortable (``keyword``; for a
 ``text`` field with a ``keyword`` sub-field pass ``url.keyword``).
 
-Each document is decided against the destination's dedup index (``DEST-dedup``).  Kept ones
-are written to ``DEST`` under their source ``_id`` with their ``_source`` and the verdict in
-``dedup``; the destination takes the source's mapping (and analysis settings) plus ``dedup``.
-Dropped ones go to the dropped log (the crawl's format; ``item.source`` holds the ``_source``).
+**Decided locally, written in bulk.**  Every document is decided against an embedded
+:class:`~index.local.LocalIndex` in the job's work folder (``--work-dir``, by default
+``reindex-DEST.work`` beside the checkpoint), and the decision is committed there with the read
+position (:mod:`.reindex_state`).  The cluster only sees bulk requests: the point-in-time reads,
+and every ``batch_size`` documents (or ``bulk_bytes``) one ``streaming_bulk`` of the kept
+documents to ``DEST`` (under their source ``_id``, with their ``_source`` and the verdict in
+``dedup``), one of their records to ``DEST-dedup``, and the dropped documents appended to the
+dropped log (the crawl's format; ``item.id`` the source ``_id``, ``item.source`` the whole
+``_source``).  The destination takes the source's mapping (and analysis settings) plus ``dedup``,
+and its mapping's ``_meta.dedup_reindex`` names the run and the source's fields.
 
-Resuming: after every batch, once the destination, its dedup index and the dropped log hold
-the batch, a checkpoint (JSON) records the sort values reached and the counts; a rerun with
-the same checkpoint continues from there.  Documents of the batch that was under way when the
-run was killed are recognised (already in the destination, in the dropped log, or recorded in
-the dedup index), so a resumed run ends identical to an uninterrupted one.  ``dry_run``
-decides every document against an in-memory index and writes nothing.
+**Resuming.**  Kill the job at any moment and run the same command again (any ``--batch-size``):
+documents already decided are skipped by source ``_id``, decisions not yet acknowledged by the
+cluster are sent again (keyed writes: a repeat overwrites), and the read goes on after the last
+decided document with a fresh point in time.  The end is the same kept set and verdicts as an
+uninterrupted run.  The checkpoint file is a readable summary of the work folder's state.
+
+**Outages.**  Every request has the retry budget of :mod:`.connect`; a point in time lost to
+expiry or a restarted server is reopened at the last position.  When the budget runs out the job
+stops with one line (:class:`~.connect.IndexUnavailable`); nothing is decided wrongly, and the
+next run continues.
+
+**Reruns.**  A destination whose marker names another run (another work folder), or an existing
+index without the marker, is refused unless ``force``; a second process on the same work folder
+is refused by the local index's lock.  ``dry_run`` decides every document in a temporary folder
+and writes nothing.  :meth:`Reindex.check` compares the destination, ``DEST-dedup`` and the
+dropped log with the work folder.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
+from dedup.droplog import append_events, drop_line, iso_now
+from dedup.features import Featurizer
 from dedup.page import Page
-from dedup.record import epoch_seconds
+from dedup.record import Record, epoch_seconds
 from dedup.sources import Source, page_from_source
-from dedup.store import MemoryIndex
 
-from .connect import connect
-from .search import DEDUP_MAPPING, ElasticSearch, scan
+from .connect import IndexUnavailable, Retrying, connect, describe
+from .reindex_state import WorkState
+from .search import DEDUP_MAPPING, field_value
 
-__all__ = ["Reindex", "ReindexReport", "keep_sort", "KEEP_RULES"]
+__all__ = ["Reindex", "ReindexReport", "keep_sort", "mapping_fields", "KEEP_RULES", "MARKER"]
 
 log = logging.getLogger(__name__)
 
 KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
+#: the key of the destination mapping's ``_meta`` naming the run that fills it
+MARKER = "dedup_reindex"
+_TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")
+_SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
+             "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
 
 
 def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, Any]]:
@@ -64,13 +89,56 @@ def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, A
     raise ValueError(f"unknown keep rule {rule!r}; valid: {', '.join(KEEP_RULES)}")
 
 
-def _field(source: dict[str, Any], name: str) -> Any:
-    value: Any = source
-    for part in name.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
+def mapping_fields(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Dotted field path -> type of every field of an index mapping (multi-fields included)."""
+    out: dict[str, str] = {}
+    for name, spec in (mapping.get("properties") or {}).items():
+        path = prefix + name
+        if "properties" in spec:
+            out.update(mapping_fields(spec, path + "."))
+        else:
+            out[path] = spec.get("type", "object")
+        for sub, sub_spec in (spec.get("fields") or {}).items():
+            out[f"{path}.{sub}"] = sub_spec.get("type", "object")
+    return out
+
+
+@dataclass(frozen=True)
+class PageMaker:
+    """Builds the page of a source document through the one page path
+    (:func:`dedup.sources.page_from_source`): its HTML field parsed, else its text and title
+    fields, with the config's input limits, as a crawl builds them.  Picklable, for the worker
+    processes."""
+
+    url_field: str
+    html_field: str | None
+    text_field: str | None
+    title_field: str | None
+    config: DedupConfig
+
+    def __call__(self, hit: dict[str, Any]) -> Page:
+        source = hit["_source"]
+        url = str(field_value(source, self.url_field) or hit["_id"])
+        return page_from_source(Source.from_document(source, url, html_field=self.html_field,
+                                                     text_field=self.text_field, title_field=self.title_field),
+                                self.config)
+
+
+_worker: dict[str, Any] = {}  # the featurizer of a worker process, made once by _init_worker
+
+
+def _init_worker(config: DedupConfig) -> None:
+    _worker["featurizer"] = Featurizer(weights=config.weights, shingle=config.shingle, sketch=config.sketch)
+
+
+def _featurize(task: tuple[PageMaker, dict[str, Any]]) -> tuple[Page | None, Any]:
+    """``(page, features)`` of one document in a worker, or ``(None, error text)``."""
+    make, hit = task
+    try:
+        page = make(hit)
+        return page, _worker["featurizer"](page)
+    except Exception as exc:  # a bad document is reported by the deciding process
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -81,7 +149,9 @@ class ReindexReport:
     dropped: int = 0
     errors: int = 0
     resumed_from: int = 0
+    resent: int = 0
     seconds: float = 0.0
+    requests: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
     alias: str | None = None
@@ -90,17 +160,45 @@ class ReindexReport:
         return dict(self.__dict__)
 
 
+class _Capture:
+    """The local index, remembering the record a decision added (to store its ids with it)."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+        self.added: list[Record] = []
+
+    def add(self, record: Record) -> int:
+        rid = self.index.add(record)
+        self.added.append(record)
+        return rid
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.index, name)
+
+
 class Reindex:
-    """One reindex job; :meth:`run` does it (see the module docstring)."""
+    """One reindex job; :meth:`run` does it (see the module docstring).
+
+    ``batch_size``: documents per bulk write (500); ``bulk_bytes``: and at most this many bytes
+    of documents per bulk request (10 MB).  ``read_size``: documents per read (1000).
+    ``keep_alive``: the point in time's keep-alive between reads ("5m").
+    """
 
     def __init__(self, source: str, dest: str, *, url_field: str = "url", text_field: str | None = "text",
                  html_field: str | None = None, title_field: str | None = "title", time_field: str = "fetched_at",
                  keep: str = "oldest", config: DedupConfig | None = None, dropped_log: str | os.PathLike,
-                 checkpoint: str | os.PathLike | None = None, batch_size: int = 500, dry_run: bool = False,
-                 alias: str | None = None, es_options: dict[str, Any] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
+                 batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
+                 workers: int = 1, dry_run: bool = False, force: bool = False, alias: str | None = None,
+                 es_options: dict[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
+                 on_decided: Callable[[int], None] | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
+        if read_size < 1:
+            raise ValueError(f"read_size must be >= 1 (got {read_size})")
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1 (got {workers})")
+        self.workers = workers
         if not text_field and not html_field:
             raise ValueError("name the source's main-text field (--text-field) or HTML field (--html-field)")
         self.source_uri, self.dest_uri = source, dest
@@ -111,205 +209,611 @@ class Reindex:
         self.keep = keep
         self.config = config or DedupConfig()
         self.dropped_log = Path(dropped_log)
+        dest_name = dest.rstrip("/").rsplit("/", 1)[-1]
         self.checkpoint = Path(checkpoint) if checkpoint else self.dropped_log.with_name(
-            f"reindex-{dest.rstrip('/').rsplit('/', 1)[-1]}.checkpoint.json")
-        self.batch_size = batch_size
-        self.dry_run = dry_run
+            f"reindex-{dest_name}.checkpoint.json")
+        self.work_dir = Path(work_dir) if work_dir else self.checkpoint.with_name(
+            self.checkpoint.name.removesuffix(".json").removesuffix(".checkpoint") + ".work")
+        self.batch_size, self.bulk_bytes, self.read_size = batch_size, bulk_bytes, read_size
+        self.keep_alive = keep_alive
+        self.dry_run, self.force = dry_run, force
         self.alias = alias
         self.es_options = dict(es_options or {})
         self.progress = progress
+        self.on_decided = on_decided  # a test hook: called with the count after every decision
+        self.requests = 0
 
-    def _connect_options(self) -> dict[str, Any]:
+    def _connect(self, uri: str) -> tuple[Retrying, str]:
         from . import CONNECT_OPTIONS
 
-        return {k: v for k, v in self.es_options.items() if k in CONNECT_OPTIONS}
+        es, name = connect(uri, **{k: v for k, v in self.es_options.items() if k in CONNECT_OPTIONS})
+        return _Counting(es, self), name
 
     # -- the job ------------------------------------------------------------------------------------
     def run(self) -> ReindexReport:
         start = time.monotonic()
-        src, src_name = connect(self.source_uri, **self._connect_options())
-        state = self._load_checkpoint()
-        report = ReindexReport(dry_run=self.dry_run, **{k: state.get(k, 0) for k in
-                                                        ("processed", "kept", "flagged", "dropped", "errors")})
-        report.statuses = dict(state.get("statuses", {}))
-        report.resumed_from = report.processed
+        src, src_name = self._connect(self.source_uri)
+        work = Path(tempfile.mkdtemp(prefix="dedup-reindex-")) if self.dry_run else self.work_dir
+        fresh = self.dry_run or not work.exists()
         try:
-            if not src.call("check the source", src.client.indices.exists, index=src_name):
-                raise ValueError(f"no source index {src_name} at {src.url}")
-            total = int(src.call("count the source", src.client.count, index=src_name)["count"])
-            dedup_index, dest = self._open_dest(src, src_name)
-            try:
-                self._loop(src, src_name, dedup_index, dest, state, report, total)
-                if self.alias and not self.dry_run:
-                    self._swap_alias(dest)
-                    report.alias = self.alias
-            finally:
-                if dest is not None:
-                    dest.close()
-                dedup_index.close()
+            total = self._check_source(src, src_name)
+            report = self._run(src, src_name, work, total)
+        except BaseException:
+            if fresh and not self._decisions(work):  # a failed start leaves no work folder behind
+                shutil.rmtree(work, ignore_errors=True)
+            raise
         finally:
             src.close()
+            if self.dry_run:
+                shutil.rmtree(work, ignore_errors=True)
         report.seconds = round(time.monotonic() - start, 2)
+        report.requests = self.requests
         return report
 
-    def _open_dest(self, src, src_name: str) -> tuple[Any, ElasticSearch | None]:
-        if self.dry_run:
-            return MemoryIndex(k=self.config.max_distance, blocks=self.config.blocks), None
-        from . import open_dedup
+    def _run(self, src: Retrying, src_name: str, work: Path, total: int) -> ReindexReport:
+        from index.local import IndexLocked, LocalIndex
 
-        dest_es, dest_name = connect(self.dest_uri, **self._connect_options())
-        if not dest_es.call("check the destination", dest_es.client.indices.exists, index=dest_name):
-            mapping = next(iter(src.call("read the source mapping", src.client.indices.get_mapping,
-                                         index=src_name).values()))["mappings"]
-            mapping = {**mapping, "properties": {**mapping.get("properties", {}), "dedup": DEDUP_MAPPING}}
-            settings = next(iter(src.call("read the source settings", src.client.indices.get_settings,
-                                          index=src_name).values()))["settings"]["index"]
-            new_settings = {"analysis": settings["analysis"]} if "analysis" in settings else {}
-            dest_es.call("create the destination", dest_es.client.indices.create, index=dest_name,
-                         mappings=mapping, settings=new_settings)
-        dest = ElasticSearch(dest_es, dest_name, bulk_size=self.batch_size, create=False)
-        options = {k: v for k, v in self.es_options.items() if k not in ("bulk_size",)}
-        dedup_index = open_dedup(self.dest_uri, k=self.config.max_distance, blocks=self.config.blocks, **options)
-        return dedup_index, dest
-
-    def _loop(self, src, src_name, dedup_index, dest, state, report: ReindexReport, total: int) -> None:
-        decider = Deduplicator(dedup_index, self.config)
-        after = state.get("search_after")
-        recheck = after is not None or report.processed > 0  # the batch under way when killed
-        done_dropped = self._dropped_ids() if recheck else {}
-        batch: list[tuple[dict[str, Any], list[Any]]] = []
-        if not self.dry_run:
-            self.dropped_log.parent.mkdir(parents=True, exist_ok=True)
-        dropped_out = None if self.dry_run else self.dropped_log.open("a", encoding="utf-8")
         try:
-            for hit, sort in scan(src, src_name, sort=self.sort, size=self.batch_size, search_after=after):
-                batch.append((hit, sort))
-                if len(batch) == self.batch_size:
-                    self._batch(batch, decider, dest, dropped_out, report, recheck, done_dropped)
-                    recheck = False
-                    after = batch[-1][1]
-                    self._save(after, report, dedup_index, dest, dropped_out)
-                    batch = []
-                    if self.progress:
-                        self.progress(report.processed, total)
-            if batch:
-                self._batch(batch, decider, dest, dropped_out, report, recheck, done_dropped)
-                after = batch[-1][1]
-            self._save(after, report, dedup_index, dest, dropped_out, finished=True)
-            if self.progress:
-                self.progress(report.processed, max(total, report.processed))
-        finally:
-            if dropped_out is not None:
-                dropped_out.close()
-
-    def _batch(self, batch, decider: Deduplicator, dest: ElasticSearch | None, dropped_out, report: ReindexReport,
-               recheck: bool, done_dropped: dict[str, str]) -> None:
-        already: dict[str, str] = {}
-        if recheck and dest is not None:  # the batch the interrupted run was writing
-            got = dest.es.call("check written documents", dest.es.client.mget, index=dest.name,
-                               ids=[h["_id"] for h, _ in batch], source_includes=["dedup.status"])
-            already = {d["_id"]: d["_source"]["dedup"]["status"] for d in got["docs"] if d.get("found")}
-        for hit, _ in batch:
-            status = already.get(hit["_id"]) or (done_dropped.get(hit["_id"]) if recheck else None)
-            if status is None:
-                self._one(hit, decider, dest, dropped_out, report, recheck)
-                continue
-            # decided and written before the interruption, after the last checkpoint: count it only
-            report.processed += 1
-            report.statuses[status] = report.statuses.get(status, 0) + 1
-            if hit["_id"] in already:
-                report.kept += 1
-                report.flagged += status in ("near_duplicate", "duplicate")
+            local = LocalIndex(work / "index", k=self.config.max_distance, blocks=self.config.blocks)
+        except IndexLocked as exc:
+            holder = str(exc).split("(pid ", 1)[-1].split(")", 1)[0] if "(pid " in str(exc) else "unknown"
+            raise ValueError(f"another reindex (pid {holder}) is running with work folder {work}: two runs on "
+                             "one destination are refused; wait for it, or stop it and run this again") from None
+        state = WorkState(work)
+        try:
+            self._check_identity(state)
+            report = ReindexReport(dry_run=self.dry_run)
+            report.resumed_from = state.counts()[0]
+            self._remove_orphans(local, state)
+            sink = None if self.dry_run else _Sink(self, src, src_name, state, local)
+            try:
+                if sink is not None:
+                    report.resent = sink.resend()
+                self._loop(src, src_name, local, state, sink, report, total)
+                if sink is not None:
+                    sink.flush()
+                    if self.alias:
+                        sink.swap_alias(self.alias)
+                        report.alias = self.alias
+            except BaseException:
+                if sink is not None:
+                    sink.abort()
+                raise
             else:
-                report.dropped += 1
+                if sink is not None:
+                    sink.close()
+            processed, kept, flagged, statuses = state.counts()
+            report.processed, report.kept, report.flagged, report.statuses = processed, kept, flagged, statuses
+            report.dropped, report.errors = processed - kept, statuses.get("error", 0)
+            if not self.dry_run:
+                state.set(finished=True)
+                self._save_checkpoint(state, report, finished=True)
+            return report
+        finally:
+            state.close()
+            local.close()
 
-    def _one(self, hit, decider: Deduplicator, dest, dropped_out, report: ReindexReport, recheck: bool) -> None:
-        source = hit["_source"]
-        url = str(_field(source, self.url_source) or hit["_id"])
+    @staticmethod
+    def _decisions(work: Path) -> int:
+        if not (work / "state.sqlite").exists():
+            return 0
+        state = WorkState(work)
         try:
-            page = self._page(source, url)
-            verdict = decider.process(page, fetched_at=epoch_seconds(_field(source, self.time_field), 0.0))
-            if recheck:  # recorded before the interruption, not yet written to the destination
-                verdict = decider.recorded_copy(verdict, url) or verdict
-        except Exception as exc:  # a bad document is reported and skipped, never the end of the job
-            log.exception("Reindex: document %s (%s) could not be checked", hit["_id"], url)
-            report.errors += 1
-            verdict = Verdict("error", None, "error", {"error": f"{type(exc).__name__}: {exc}"}, kept=True)
-        report.processed += 1
-        report.statuses[verdict.status] = report.statuses.get(verdict.status, 0) + 1
+            return state.counts()[0]
+        finally:
+            state.close()
+
+    def _check_identity(self, state: WorkState) -> None:
+        identity = self._identity()
+        held = state.get("identity")
+        if held is None:
+            state.set(identity=identity)
+        elif held != identity:
+            raise ValueError(f"work folder {self.work_dir} belongs to another reindex ({held}); delete it or "
+                             "pass another --work-dir")
+        elif state.get("finished"):
+            raise ValueError(f"work folder {self.work_dir} says this reindex finished already; delete it (and "
+                             f"{self.checkpoint}) to run again into a new destination")
+        elif state.counts()[0]:
+            log.warning("Resuming reindex from %s: %d documents decided", self.work_dir, state.counts()[0])
+
+    def _remove_orphans(self, local: Any, state: WorkState) -> None:
+        """A record the local index committed for a document whose decision was not: remove it,
+        so that document is decided again from the state it was first decided in."""
+        top = state.max_record_id()
+        for record in local.get(range(top + 1, top + 4)):
+            log.info("Removing record %d (%s): its decision was not committed", record.id, record.url)
+            local.remove(record.id)
+
+    def _loop(self, src: Retrying, src_name: str, local: Any, state: WorkState, sink: "_Sink | None",
+              report: ReindexReport, total: int) -> None:
+        capture = _Capture(local)
+        decider = Deduplicator(capture, self.config)
+        done = report.resumed_from
+        if self.progress:
+            self.progress(done, total)
+        todo = ((hit, sort) for hit, sort in self._read(src, src_name, state.get("search_after"))
+                if not state.decided(str(hit["_id"])))  # read again after a resume: decided before
+        for hit, sort, page, features in self._featured(todo, decider):
+            sid = str(hit["_id"])
+            capture.added.clear()
+            verdict = self._decide(hit, page, features, decider)
+            record = capture.added[-1] if capture.added else None
+            es_rid = None
+            if record is not None:
+                from .records import record_id
+
+                es_rid = record_id(record)
+            payload = self._payload(hit, verdict, page)
+            state.record(sid, status=verdict.status, kept=verdict.kept, record_id=record.id if record else None,
+                         es_record_id=es_rid, payload=payload, after=sort)
+            done += 1
+            if sink is not None:
+                sink.add(sid, verdict.kept, record, payload)
+            if self.on_decided:
+                self.on_decided(done)
+            if self.progress:
+                self.progress(done, max(total, done))
+
+    def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
+                  ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
+        """``(hit, sort, page, features or error text)`` in read order: computed here with one
+        worker, else by a process pool one read page ahead of the decisions (which stay here)."""
+        make = self._page_maker()
+        if self.workers == 1:
+            for hit, sort in hits:
+                try:
+                    page = make(hit)
+                    yield hit, sort, page, decider.featurizer(page)
+                except Exception as exc:  # a bad document is reported and kept, never the end of the job
+                    yield hit, sort, None, f"{type(exc).__name__}: {exc}"
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from itertools import islice
+
+        chunk = self.read_size
+        with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"),
+                                 initializer=_init_worker, initargs=(self.config,)) as pool:
+            def submit(batch):
+                return batch, pool.map(_featurize, [(make, h) for h, _ in batch], chunksize=8)
+
+            ahead = None
+            while True:
+                batch = list(islice(hits, chunk))
+                current = submit(batch) if batch else None
+                if ahead is not None:
+                    done_batch, results = ahead
+                    for (hit, sort), (page, features) in zip(done_batch, results):
+                        yield hit, sort, page, features
+                if current is None:
+                    return
+                ahead = current
+
+    def _read(self, src: Retrying, index: str, after: list[Any] | None) -> Iterator[tuple[dict[str, Any], list[Any]]]:
+        """``(hit, sort values)`` in keep-rule order after ``after``, through a point in time that is
+        reopened at the last position when it is lost (expired, or the server restarted)."""
+        from elasticsearch import NotFoundError
+
+        c = src.client
+        pit = None
+        try:
+            while True:
+                if pit is None:
+                    pit = src.call("open a point in time", c.open_point_in_time, index=index,
+                                   keep_alive=self.keep_alive)["id"]
+                body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": self.keep_alive}, "size": self.read_size,
+                                        "sort": self.sort, "track_total_hits": False}
+                if after is not None:
+                    body["search_after"] = after
+                try:
+                    got = src.call("read documents", c.search, **body)
+                except NotFoundError as exc:
+                    log.warning("Point in time on %s lost (%s); reopening it after the last document read",
+                                index, describe(exc))
+                    pit = None
+                    continue
+                pit = got.get("pit_id", pit)
+                hits = got["hits"]["hits"]
+                for hit in hits:
+                    yield hit, hit["sort"]
+                    after = hit["sort"]
+                if len(hits) < self.read_size:
+                    return
+        finally:
+            if pit is not None:
+                try:
+                    c.close_point_in_time(id=pit)
+                except Exception:  # the PIT expires by itself; never mask the real error
+                    log.debug("could not close point in time on %s", index, exc_info=True)
+
+    def _decide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator) -> Verdict:
+        """The verdict of a page whose features are computed (``Deduplicator.process`` with the
+        features given); a document that could not be read is kept with status ``error``."""
+        if page is None or isinstance(features, str):
+            log.warning("Reindex: document %s could not be checked: %s", hit["_id"], features)
+            return Verdict("error", None, "error", {"error": str(features)}, kept=True)
+        verdict = decider.check(page, features)
+        verdict.kept = verdict.status not in self.config.drop
         if verdict.kept:
-            report.kept += 1
-            report.flagged += verdict.status in ("near_duplicate", "duplicate")
-            if dest is not None:
-                dest.add({**source, "dedup": verdict.to_dict()}, doc_id=hit["_id"])
-        else:
-            report.dropped += 1
-            if dropped_out is not None:
-                line = {"url": url, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-                        .replace("+00:00", "Z"), "verdict": verdict.to_dict(),
-                        "item": {"id": hit["_id"], "url": url, "title": page.title, "text": page.text,
-                                 "fetched_at": epoch_seconds(_field(source, self.time_field), 0.0),
-                                 "dedup": verdict.to_dict(), "source_index": self.source_uri, "source": source}}
-                dropped_out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+            fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
+            decider.add(page, features, verdict, fetched_at=fetched_at)
+        return verdict
 
-    def _page(self, source: dict[str, Any], url: str) -> Page:
-        # the one path from any source to a page, with the crawl's input limits
-        return page_from_source(Source.from_document(source, url, html_field=self.html_field,
-                                                     text_field=self.text_field, title_field=self.title_field),
-                                self.config)
+    def _page_maker(self) -> PageMaker:
+        return PageMaker(self.url_source, self.html_field, self.text_field, self.title_field, self.config)
 
-    # -- checkpoint ------------------------------------------------------------------------------------
+    def _payload(self, hit: dict[str, Any], verdict: Verdict, page: Page | None) -> dict[str, Any]:
+        """What the cluster (kept) or the dropped log (dropped) gets for this decision."""
+        source = hit["_source"]
+        if verdict.kept:
+            return {**source, "dedup": verdict.to_dict()}
+        url = page.url if page else str(hit["_id"])
+        item = {"id": hit["_id"], "url": url, "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
+                "source_index": self.source_uri, "source": source}
+        return drop_line(verdict.to_dict(), item, page, index=self.dest_uri)
+
+    # -- checks ---------------------------------------------------------------------------------------
     def _identity(self) -> dict[str, Any]:
         return {"source": self.source_uri, "dest": self.dest_uri, "sort": self.sort, "dry_run": self.dry_run,
+                "fields": [self.url_field, self.text_field, self.html_field, self.title_field],
                 "thresholds": self.config.thresholds()}
 
-    def _load_checkpoint(self) -> dict[str, Any]:
-        if self.dry_run or not self.checkpoint.exists():
-            return {}
-        state = json.loads(self.checkpoint.read_text(encoding="utf-8"))
-        if state.get("identity") != self._identity():
-            raise ValueError(f"checkpoint {self.checkpoint} belongs to another reindex "
-                             f"({state.get('identity')}); delete it or pass another --checkpoint")
-        if state.get("finished"):
-            raise ValueError(f"checkpoint {self.checkpoint} says this reindex finished already; "
-                             "delete it to run again into a new destination")
-        log.warning("Resuming reindex from %s: %d documents done", self.checkpoint, state.get("processed", 0))
-        return state
+    def _check_source(self, src: Retrying, name: str) -> int:
+        """The source's document count, after checking every named field against its mapping."""
+        c = src.client
+        if not src.call("check the source", c.indices.exists, index=name):
+            raise ValueError(f"no source index {name} at {src.url}")
+        got = src.call("read the source mapping", c.indices.get_mapping, index=name)
+        fields = mapping_fields(next(iter(got.values()))["mappings"])
+        texts = sorted(f for f, t in fields.items() if t in _TEXT_TYPES)
 
-    def _save(self, sort_values, report: ReindexReport, dedup_index, dest, dropped_out, finished: bool = False) -> None:
-        if self.dry_run:
-            return
-        dest.flush()
-        dedup_index.flush()
-        dropped_out.flush()
-        os.fsync(dropped_out.fileno())
-        state = {"identity": self._identity(), "search_after": sort_values, "finished": finished,
-                 **{k: getattr(report, k) for k in ("processed", "kept", "flagged", "dropped", "errors", "statuses")}}
-        tmp = self.checkpoint.with_name(self.checkpoint.name + ".tmp")
+        def need(option: str, name_: str | None, types: tuple[str, ...], what: str) -> None:
+            if not name_:
+                return
+            if name_ not in fields:
+                raise ValueError(f"{option} field `{name_}` not in the mapping of `{name}`; {what} fields are: "
+                                 f"{', '.join(sorted(f for f, t in fields.items() if t in types)) or '(none)'}")
+            if fields[name_] not in types:
+                raise ValueError(f"{option} field `{name_}` of `{name}` is {fields[name_]}, not {what}; {what} "
+                                 f"fields are: {', '.join(sorted(f for f, t in fields.items() if t in types))}")
+
+        if self.html_field:
+            need("--html-field", self.html_field, _TEXT_TYPES, "text")
+            if self.text_field not in fields:
+                self.text_field = None  # the default name, absent: the text comes from the HTML only
+        if self.text_field and not self.html_field:
+            need("--text-field", self.text_field, _TEXT_TYPES, "text")
+        if self.title_field == "title" and "title" not in fields:
+            self.title_field = None  # the default name, absent: this corpus has no title field
+        need("--title-field", self.title_field, _TEXT_TYPES, "text")
+        need("--url-field", self.url_field, _SORTABLE, "sortable (keyword)")
+        for spec in self.sort[:-1]:
+            key = next(iter(spec))
+            need("--time-field" if self.keep in ("oldest", "newest") else "--keep", key, _SORTABLE, "sortable")
+        if not texts:
+            raise ValueError(f"the mapping of `{name}` has no text field to deduplicate on")
+        return int(src.call("count the source", c.count, index=name)["count"])
+
+    # -- checkpoint ------------------------------------------------------------------------------------
+    def _save_checkpoint(self, state: WorkState, report: ReindexReport | None = None, finished: bool = False) -> None:
+        processed, kept, flagged, statuses = state.counts()
+        summary = {"identity": self._identity(), "work_dir": str(self.work_dir), "finished": finished,
+                   "search_after": state.get("search_after"), "processed": processed, "kept": kept,
+                   "flagged": flagged, "dropped": processed - kept, "errors": statuses.get("error", 0),
+                   "statuses": statuses}
+        tmp = self.checkpoint.with_name(f"{self.checkpoint.name}.{os.getpid()}.tmp")
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(state, indent=1), encoding="utf-8")
+        tmp.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
         os.replace(tmp, self.checkpoint)
 
-    def _dropped_ids(self) -> dict[str, str]:
-        """Source id -> status of the documents this reindex has in the dropped log."""
-        if not self.dropped_log.exists():
-            return {}
-        ids: dict[str, str] = {}
-        for line in self.dropped_log.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            item = entry.get("item") or {}
-            if item.get("source_index") == self.source_uri and "id" in item:
-                ids[str(item["id"])] = (entry.get("verdict") or {}).get("status", "exact_duplicate")
-        return ids
+    # -- consistency check -------------------------------------------------------------------------------
+    def check(self) -> dict[str, Any]:
+        """Compare the destination, ``DEST-dedup`` and the dropped log with the work folder: what
+        each lacks, what each holds that no decision explains.  ``report["ok"]`` when all agree."""
+        from . import dedup_name
 
-    def _swap_alias(self, dest: ElasticSearch) -> None:
-        c = dest.es.client
-        got = dest.es.call("read the alias", c.options(ignore_status=404).indices.get_alias, name=self.alias)
-        actions = [{"remove": {"index": name, "alias": self.alias}} for name in got
-                   if isinstance(got.get(name), dict) and name != dest.name]
-        actions.append({"add": {"index": dest.name, "alias": self.alias}})
-        dest.es.call("swap the alias", c.indices.update_aliases, actions=actions)
-        log.info("Alias %s now points to %s", self.alias, dest.name)
+        if not (self.work_dir / "state.sqlite").exists():
+            raise ValueError(f"no work folder {self.work_dir} to check against (pass --work-dir)")
+        state = WorkState(self.work_dir)
+        es, name = self._connect(self.dest_uri)
+        try:
+            kept, dropped = state.ids(kept=True), state.ids(kept=False)
+            unsent = sum(1 for _ in state.unsent())
+            dest_ids = self._all_ids(es, name)
+            record_ids = self._all_ids(es, dedup_name(name))
+            want_records = {str(r) for r in kept.values() if r is not None}
+            logged, restored = self._log_states()
+            pending = {k for k, *_ in state.unsent()}
+            report = {
+                "destination": name, "decided": len(kept) + len(dropped) + unsent, "unsent": unsent,
+                "kept": len(kept), "dropped": len(dropped), "restored": len(restored),
+                "missing_in_destination": sorted((set(kept) | restored) - dest_ids),
+                "unexpected_in_destination": sorted(dest_ids - set(kept) - set(dropped) - pending),
+                "dropped_but_in_destination": sorted((set(dropped) - restored) & dest_ids),
+                "missing_records": sorted(want_records - record_ids),
+                "missing_in_dropped_log": sorted(set(dropped) - logged - restored),
+                "kept_but_in_dropped_log": sorted(set(kept) & (logged | restored)),
+            }
+            report["ok"] = not any(v for k, v in report.items() if isinstance(v, list))
+            return report
+        finally:
+            es.close()
+            state.close()
+
+    def _all_ids(self, es: Retrying, index: str) -> set[str]:
+        c = es.client
+        if not es.call("check an index", c.indices.exists, index=index):
+            return set()
+        ids: set[str] = set()
+        pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive="2m")["id"]
+        after = None
+        try:
+            while True:
+                body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": "2m"}, "size": 5000, "_source": False,
+                                        "sort": [{"_shard_doc": "asc"}], "track_total_hits": False}
+                if after is not None:
+                    body["search_after"] = after
+                got = es.call("list document ids", c.search, **body)
+                pit = got.get("pit_id", pit)
+                hits = got["hits"]["hits"]
+                ids.update(h["_id"] for h in hits)
+                if len(hits) < 5000:
+                    return ids
+                after = hits[-1]["sort"]
+        finally:
+            try:
+                c.close_point_in_time(id=pit)
+            except Exception:
+                log.debug("could not close point in time on %s", index, exc_info=True)
+
+    def _logged_ids(self) -> set[str]:
+        """Source ids this reindex has in the dropped log (restored ones included)."""
+        dropped, restored = self._log_states()
+        return dropped | restored
+
+    def _log_states(self) -> tuple[set[str], set[str]]:
+        """``(dropped, restored)`` source ids of this reindex in the dropped log, read line by line
+        (append-only: a later ``restored`` event of a URL restores the latest drop of it)."""
+        state: dict[str, str] = {}
+        url_ids: dict[str, str] = {}
+        if self.dropped_log.exists():
+            with self.dropped_log.open(encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(entry, dict):
+                        continue
+                    item = entry.get("item")
+                    if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
+                        sid = str(item["id"])
+                        state[sid], url_ids[str(entry.get("url"))] = "dropped", sid
+                    elif entry.get("event") == "restored" and str(entry.get("url")) in url_ids:
+                        state[url_ids[str(entry["url"])]] = "restored"
+        return ({s for s, v in state.items() if v == "dropped"}, {s for s, v in state.items() if v == "restored"})
+
+
+class _Counting(Retrying):
+    """A :class:`Retrying` client that counts the requests it makes (for the report)."""
+
+    def __init__(self, inner: Retrying, job: Reindex) -> None:
+        super().__init__(inner.client, inner.url, retry_seconds=inner.retry_seconds)
+        self._job = job
+
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self._job.requests += 1
+        return super().call(what, fn, *args, **kwargs)
+
+
+class _Sink:
+    """The cluster side of a run: destination, its dedup records and the dropped log, written in bulk."""
+
+    def __init__(self, job: Reindex, src: Retrying, src_name: str, state: WorkState, local: Any) -> None:
+        from . import dedup_name
+        from .records import ElasticIndex
+
+        self.job, self.state, self.local = job, state, local
+        self.es, self.name = job._connect(job.dest_uri)
+        self.created: list[str] = []
+        try:
+            self._open_dest(src, src_name)
+            existed = self.es.call("check the dedup index", self.es.client.indices.exists,
+                                   index=dedup_name(self.name))
+            self.records = ElasticIndex(self.es, dedup_name(self.name), k=job.config.max_distance,
+                                        blocks=job.config.blocks)
+            if not existed:
+                self.created.append(dedup_name(self.name))
+        except BaseException:
+            self._remove_created()
+            self.es.close()
+            raise
+        self.kept: list[tuple[str, dict[str, Any], Record | None]] = []
+        self.dropped: list[tuple[str, dict[str, Any]]] = []
+        self.pending_bytes = 0
+        self.sent_any = False
+        self.logged: set[str] | None = None  # source ids already in the dropped log, while resending
+
+    # -- set-up and the rerun guard -------------------------------------------------------------------
+    def _open_dest(self, src: Retrying, src_name: str) -> None:
+        c = self.es.client
+        job = self.job
+        run = self.state.run_id()
+        marker = {"run": run, "source": job.source_uri, "work_dir": str(job.work_dir.resolve()),
+                  "url_field": job.url_source, "url_key": job.url_field, "text_field": job.text_field, "html_field": job.html_field,
+                  "title_field": job.title_field, "started": iso_now()}
+        if not self.es.call("check the destination", c.indices.exists, index=self.name):
+            got = src.call("read the source mapping", src.client.indices.get_mapping, index=src_name)
+            mapping = next(iter(got.values()))["mappings"]
+            mapping = {**mapping, "properties": {**mapping.get("properties", {}), "dedup": DEDUP_MAPPING},
+                       "_meta": {**(mapping.get("_meta") or {}), MARKER: marker}}
+            got = src.call("read the source settings", src.client.indices.get_settings, index=src_name)
+            settings = next(iter(got.values()))["settings"]["index"]
+            new_settings = {"analysis": settings["analysis"]} if "analysis" in settings else {}
+            self._searchable(mapping, new_settings)
+            from elasticsearch import BadRequestError
+
+            try:
+                self.es.call("create the destination", c.indices.create, index=self.name, mappings=mapping,
+                             settings=new_settings)
+            except BadRequestError as exc:
+                if "resource_already_exists" not in str(exc):
+                    raise
+                self._guard(marker)  # another run created it between our check and our create
+                return
+            self.created.append(self.name)
+            return
+        self._guard(marker)
+
+    def _searchable(self, mapping: dict[str, Any], settings: dict[str, Any]) -> None:
+        """Make the field the corpus keeps its text in searchable in the destination (``dedup search``
+        covers it): an HTML field is indexed through the ``html_strip`` character filter, a text field
+        left unindexed in the source is indexed.  Only top-level fields are changed."""
+        job = self.job
+        name = job.html_field or job.text_field
+        props = mapping["properties"]
+        if not name or "." in name or name not in props:
+            return
+        spec = dict(props[name])
+        if job.html_field:
+            analysis = settings.setdefault("analysis", {})
+            analysis.setdefault("analyzer", {})["dedup_html"] = {
+                "type": "custom", "char_filter": ["html_strip"], "tokenizer": "standard",
+                "filter": ["lowercase", "asciifolding"]}
+            spec.update(type="text", analyzer="dedup_html", index=True)
+        elif spec.get("index") is False:
+            spec["index"] = True
+        props[name] = spec
+
+    def _guard(self, marker: dict[str, Any]) -> None:
+        got = self.es.call("read the destination mapping", self.es.client.indices.get_mapping, index=self.name)
+        held = (next(iter(got.values()))["mappings"].get("_meta") or {}).get(MARKER)
+        if held and held.get("run") == marker["run"]:
+            return
+        if not self.job.force:
+            who = (f"another reindex (run {held.get('run')}, from {held.get('source')}, work folder "
+                   f"{held.get('work_dir')}, started {held.get('started')})" if held else
+                   "documents no reindex of this tool wrote")
+            raise ValueError(f"destination {self.name} already exists and holds {who}; pick a new destination, "
+                             "resume that run with its work folder, or pass --force to write into it anyway")
+        log.warning("--force: taking over destination %s (marker %s)", self.name, held)
+        self.es.call("mark the destination", self.es.client.indices.put_mapping, index=self.name,
+                     meta={MARKER: marker})
+
+    def _remove_created(self) -> None:
+        for name in self.created:  # a failed start leaves nothing behind
+            try:
+                self.es.client.options(ignore_status=404).indices.delete(index=name)
+            except Exception:
+                log.debug("could not delete %s", name, exc_info=True)
+        self.created = []
+
+    # -- writing ----------------------------------------------------------------------------------------
+    def resend(self) -> int:
+        """Send the decisions an interrupted run made but the cluster never acknowledged."""
+        rows = list(self.state.unsent())
+        if not rows:
+            return 0
+        self.logged = self.job._logged_ids()
+        records = {r.id: r for r in self.local.get([rid for _, _, rid, _ in rows if rid])}
+        for sid, kept, rid, payload in rows:
+            self.add(sid, kept, records.get(rid) if rid else None, payload)
+        self.flush()
+        self.logged = None
+        log.warning("Resent %d decisions the interrupted run had not written", len(rows))
+        return len(rows)
+
+    def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any]) -> None:
+        size = len(json.dumps(payload, default=str))
+        if kept:
+            self.kept.append((sid, payload, record))
+        else:
+            self.dropped.append((sid, payload))
+        self.pending_bytes += size
+        if len(self.kept) + len(self.dropped) >= self.job.batch_size or self.pending_bytes >= self.job.bulk_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.kept and not self.dropped:
+            return
+        docs = [{"_op_type": "index", "_index": self.name, "_id": sid, "_source": payload}
+                for sid, payload, _ in self.kept]
+        from .records import record_actions
+
+        records = record_actions(self.records, [r for _, _, r in self.kept if r is not None])
+        self._bulk(docs, f"write {len(docs)} documents to {self.name}")
+        self._bulk(records, f"write {len(records)} dedup records to {self.records.name}")
+        if self.dropped:
+            self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
+            self.job.dropped_log.touch()
+            append_events(self.job.dropped_log, [line for sid, line in self.dropped
+                                                 if self.logged is None or sid not in self.logged])
+        self.state.mark_sent([sid for sid, *_ in self.kept] + [sid for sid, _ in self.dropped])
+        self.job._save_checkpoint(self.state)
+        self.kept, self.dropped, self.pending_bytes = [], [], 0
+        self.sent_any = True
+        self.created = []  # the destination holds this run's documents now: never removed
+
+    def _bulk(self, actions: list[dict[str, Any]], what: str) -> None:
+        """``actions`` through ``streaming_bulk``; items refused for a transient reason are sent again
+        within the retry budget, any other refusal is an error naming the document."""
+        from elasticsearch import helpers
+
+        if not actions:
+            return
+        todo = actions
+        start, delay = time.monotonic(), 0.5
+        while True:
+            failed: list[tuple[dict[str, Any], int, str]] = []
+
+            def send() -> None:
+                failed.clear()
+                for (ok, item), action in zip(helpers.streaming_bulk(
+                        self.es.client, todo, chunk_size=self.job.batch_size, max_chunk_bytes=self.job.bulk_bytes,
+                        raise_on_error=False, raise_on_exception=True, max_retries=0), todo):
+                    if not ok:
+                        info = next(iter(item.values()))
+                        failed.append((action, int(info.get("status", 0)), str(info.get("error", ""))[:200]))
+
+            self.es.call(what, send)
+            self.job.requests += max(0, -(-len(todo) // self.job.batch_size) - 1)  # one call counted per chunk
+            if not failed:
+                return
+            transient = [f for f in failed if f[1] in (429, 502, 503, 504)]
+            if len(transient) < len(failed):
+                bad = [f for f in failed if f[1] not in (429, 502, 503, 504)]
+                shown = "; ".join(f"{a['_id']} ({s}: {r})" for a, s, r in bad[:3])
+                raise ValueError(f"{self.es.url}/{self.name} refused {len(bad)} document(s) while trying to {what}: "
+                                 f"{shown}")
+            if time.monotonic() - start + delay > self.es.retry_seconds:
+                raise IndexUnavailable(f"Elasticsearch at {self.es.url} kept refusing {len(transient)} document(s) "
+                                       f"while trying to {what} for {self.es.retry_seconds:g} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
+            todo = [a for a, _, _ in transient]
+
+    def swap_alias(self, alias: str) -> None:
+        c = self.es.client
+        got = self.es.call("read the alias", c.options(ignore_status=404).indices.get_alias, name=alias)
+        actions = [{"remove": {"index": name, "alias": alias}} for name in got
+                   if isinstance(got.get(name), dict) and name != self.name]
+        actions.append({"add": {"index": self.name, "alias": alias}})
+        self.es.call("swap the alias", c.indices.update_aliases, actions=actions)
+        log.info("Alias %s now points to %s", alias, self.name)
+
+    def close(self) -> None:
+        try:
+            self.es.call("refresh the destination", self.es.client.indices.refresh,
+                         index=f"{self.name},{self.records.name}")
+        finally:
+            self.es.close()
+
+    def abort(self) -> None:
+        """The run failed: indices it created and never wrote to go (a failed start leaves nothing)."""
+        try:
+            if not self.sent_any and not self.state.counts()[0]:
+                self._remove_created()
+        finally:
+            self.es.close()
+

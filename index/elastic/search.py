@@ -16,6 +16,12 @@ Queries: user text is never Elasticsearch syntax.  Words (``\\w+``) become ``mul
 clauses over ``title^4`` and ``text``, a trailing ``*`` a (stemmed) prefix query, all words required;
 when that finds nothing, any word may match.  ``snippet`` is the best highlighted fragment of
 the text with ``[``/``]`` around hits, as the local index gives.
+
+A destination written by ``dedup reindex`` keeps the source's documents under their own ``_id``
+and field names; its mapping's ``_meta.dedup_reindex`` names the URL, text, HTML and title fields.
+On such an index, :meth:`~ElasticSearch.get` finds a URL through its URL field, searches cover
+its text (or HTML) and title fields, and documents read are given ``url``, ``title`` and ``text``
+(extracted from the HTML field when that is where the text is) for the inspection tools.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import xxhash
 from ..base import verdict_of
 from .connect import RETRY_STATUSES, IndexUnavailable, Retrying, check_index_name, create_index
 
-__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "url_id", "scan"]
+__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "url_id", "scan", "field_value"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,16 @@ class BulkIndexError(RuntimeError):
         super().__init__(f"Elasticsearch index {index} refused {len(failures)} document(s): {shown}{more}")
         self.failures = failures
         self.docs = docs or []  # the refused documents, for the caller to keep
+
+
+def field_value(source: dict[str, Any], name: str | None) -> Any:
+    """The value at the dotted path ``name`` of a document, or None."""
+    value: Any = source
+    for part in (name or "").split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
 
 
 def url_id(url: str) -> str:
@@ -128,6 +144,44 @@ class ElasticSearch:
             raise FileNotFoundError(f"no Elasticsearch index {self.name} at {es.url}")
         if not exists and create:
             create_index(es, self.name, SEARCH_MAPPING, shards=shards, replicas=replicas, settings=SEARCH_SETTINGS)
+        self.fields = self._reindex_fields() if exists else None
+
+    def _reindex_fields(self) -> dict[str, str | None] | None:
+        """The field names a reindex destination keeps its URL, text, HTML and title in, or None."""
+        got = self.es.call("read the mapping", self.es.client.indices.get_mapping, index=self.name)
+        marker = (next(iter(got.values()))["mappings"].get("_meta") or {}).get("dedup_reindex")
+        if not isinstance(marker, dict):
+            return None
+        fields = {k: marker.get(f"{k}_field") for k in ("url", "text", "html", "title")}
+        fields["url_key"] = marker.get("url_key") or fields["url"]
+        return fields
+
+    def _view(self, source: dict[str, Any]) -> dict[str, Any]:
+        """A reindexed document with ``url``, ``title`` and ``text`` as the tools read them."""
+        if not self.fields:
+            return source
+        f = self.fields
+        doc = dict(source)
+        doc.setdefault("url", field_value(source, f["url"]))
+        if f["title"]:
+            doc.setdefault("title", field_value(source, f["title"]))
+        if "text" not in doc or f["text"] != "text":
+            text = field_value(source, f["text"]) if f["text"] else None
+            if text is None and f["html"] and field_value(source, f["html"]):
+                from dedup.page import parse_page
+
+                page = parse_page(field_value(source, f["html"]), str(doc.get("url") or ""))
+                text = page.text
+                doc.setdefault("title", page.title)
+            doc["text"] = text or ""
+        return doc
+
+    def _find_id(self, url: str) -> tuple[str, dict[str, Any]] | None:
+        """``(_id, _source)`` of the reindexed document whose URL field holds ``url``."""
+        got = self.es.call("find a document", self.es.client.search, index=self.name, size=1,
+                           query={"term": {self.fields["url_key"]: url}})
+        hits = got["hits"]["hits"]
+        return (hits[0]["_id"], hits[0]["_source"]) if hits else None
 
     # -- writes -----------------------------------------------------------------------------------
     def add(self, doc: dict[str, Any], *, doc_id: str | None = None) -> None:
@@ -190,6 +244,9 @@ class ElasticSearch:
 
     def remove(self, url: str) -> bool:
         key = url_id(url)
+        if self.fields and key not in self._buffer:
+            found = self._find_id(url)
+            key = found[0] if found else key
         buffered = self._buffer.pop(key, None) is not None
         got = self.es.call("remove a document", self.es.client.options(ignore_status=404).delete,
                            index=self.name, id=key, refresh=True)
@@ -202,7 +259,12 @@ class ElasticSearch:
             return dict(self._buffer[key])
         got = self.es.call("read a document", self.es.client.options(ignore_status=404).get,
                            index=self.name, id=key)
-        return got["_source"] if got.get("found") else None
+        if got.get("found"):
+            return self._view(got["_source"])
+        if self.fields:  # a reindexed document keeps its source _id
+            found = self._find_id(url)
+            return self._view(found[1]) if found else None
+        return None
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Best matches first: stored documents plus ``snippet``, ``status``, ``duplicate_of``, ``score``."""
@@ -212,24 +274,31 @@ class ElasticSearch:
         self._flush_buffer()
         # a prefix word is analysed (stemmed) like the text, then matched as a prefix: "ferry*"
         # finds "ferries", whose indexed stem is "ferri"
-        clauses = [{"multi_match": {"query": w, "fields": ["title^4", "text"],
+        title, text = self._search_fields()
+        clauses = [{"multi_match": {"query": w, "fields": [f"{title}^4", text],
                                     **({"type": "phrase_prefix"} if star else {})}} for w, star in words]
         hits = self._run({"bool": {"must": clauses}}, limit)
         if not hits and len(clauses) > 1:
             hits = self._run({"bool": {"should": clauses, "minimum_should_match": 1}}, limit)
         return hits
 
+    def _search_fields(self) -> tuple[str, str]:
+        """``(title field, text field)`` searched: a reindexed corpus's own, else title and text."""
+        f = self.fields or {}
+        return f.get("title") or "title", f.get("text") or f.get("html") or "text"
+
     def _run(self, query: dict[str, Any], limit: int) -> list[dict[str, Any]]:
         pre, post = self.highlight
+        text = self._search_fields()[1]
         got = self.es.call("search", self.es.client.search, index=self.name, query=query, size=int(limit),
-                           highlight={"fields": {"text": {"fragment_size": self.snippet_chars,
-                                                          "number_of_fragments": 1}},
+                           highlight={"fields": {text: {"fragment_size": self.snippet_chars,
+                                                        "number_of_fragments": 1}},
                                       "pre_tags": [pre], "post_tags": [post]})
         out = []
         for h in got["hits"]["hits"]:
-            doc = dict(h["_source"])
+            doc = self._view(dict(h["_source"]))
             dedup = doc.get("dedup") or {}
-            fragments = (h.get("highlight") or {}).get("text") or [(doc.get("text") or "")[: self.snippet_chars]]
+            fragments = (h.get("highlight") or {}).get(text) or [(doc.get("text") or "")[: self.snippet_chars]]
             doc.update(snippet=fragments[0], status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"),
                        score=float(h["_score"] or 0.0))
             out.append(doc)
@@ -246,8 +315,9 @@ class ElasticSearch:
     def iter_docs(self, batch: int = 500) -> Iterator[dict[str, Any]]:
         """Every document, by url."""
         self._flush_buffer()
-        for hit, _ in scan(self.es, self.name, sort=[{"url": "asc"}], size=batch):
-            yield hit["_source"]
+        url = (self.fields or {}).get("url_key") or "url"
+        for hit, _ in scan(self.es, self.name, sort=[{url: "asc"}], size=batch):
+            yield self._view(hit["_source"])
 
     def _flush_buffer(self) -> None:
         if self._buffer:

@@ -1,0 +1,126 @@
+"""The local working state of a reindex: what was decided, what reached the cluster.
+
+A reindex decides pages against an embedded :class:`~index.local.LocalIndex` in its work folder
+(``index/``) and records every decision in ``state.sqlite`` beside it: one row per source
+document (its source ``_id``, verdict, whether it was kept, the local and Elasticsearch record
+ids, and, until the cluster has it, the payload to send), plus the run's identity and the sort
+values of the last document decided.  A decision and the read position are committed together,
+so after a kill at any moment the next run knows exactly which documents are decided (it skips
+them by source ``_id``) and which decisions are not yet in the cluster (it sends them again;
+every write is keyed, so a repeat overwrites).
+
+The one gap SQLite cannot close is between the local index committing a record and this file
+committing the decision: a record whose id is above every decided record is such an orphan, and
+:meth:`WorkState.orphans` names it so the job removes it before deciding that document again.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+__all__ = ["WorkState"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    source_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    kept INTEGER NOT NULL,
+    record_id INTEGER,
+    es_record_id INTEGER,
+    sent INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS docs_seq ON docs(seq);
+-- the payloads not yet acknowledged by the cluster, apart: the decisions table stays small to scan
+CREATE TABLE IF NOT EXISTS pending (source_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+"""
+
+
+class WorkState:
+    """``state.sqlite`` of a reindex work folder (see the module docstring)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / "state.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # survives a killed process, as the local index
+        with self.db:
+            self.db.executescript(_SCHEMA)
+
+    # -- identity ------------------------------------------------------------------------------------
+    def get(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set(self, **values: Any) -> None:
+        with self.db:
+            self._set(values)
+
+    def _set(self, values: dict[str, Any]) -> None:
+        self.db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+                            "excluded.value", [(k, json.dumps(v, default=str)) for k, v in values.items()])
+
+    def run_id(self) -> str:
+        """This work folder's run id (made once): the destination's marker names it."""
+        rid = self.get("run_id")
+        if rid is None:
+            rid = uuid.uuid4().hex
+            self.set(run_id=rid)
+        return rid
+
+    # -- decisions -----------------------------------------------------------------------------------
+    def decided(self, source_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM docs WHERE source_id = ?", (source_id,)).fetchone() is not None
+
+    def record(self, source_id: str, *, status: str, kept: bool, record_id: int | None, es_record_id: int | None,
+               payload: dict[str, Any], after: list[Any] | None) -> None:
+        """One decision and the read position reached, in one transaction."""
+        with self.db:
+            seq = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM docs").fetchone()[0]
+            self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id) "
+                            "VALUES (?,?,?,?,?,?)", (source_id, seq, status, int(kept), record_id, es_record_id))
+            self.db.execute("INSERT INTO pending(source_id, payload) VALUES (?, ?)",
+                            (source_id, json.dumps(payload, ensure_ascii=False, default=str)))
+            if after is not None:
+                self._set({"search_after": after})
+
+    def mark_sent(self, source_ids: Iterable[str]) -> None:
+        rows = [(s,) for s in source_ids]
+        with self.db:
+            self.db.executemany("UPDATE docs SET sent = 1 WHERE source_id = ?", rows)
+            self.db.executemany("DELETE FROM pending WHERE source_id = ?", rows)
+
+    def unsent(self) -> Iterator[tuple[str, bool, int | None, dict[str, Any]]]:
+        """``(source id, kept, local record id, payload)`` of the decisions not yet in the cluster."""
+        rows = self.db.execute("SELECT d.source_id, d.kept, d.record_id, p.payload FROM pending p JOIN docs d "
+                               "USING (source_id) ORDER BY d.seq").fetchall()
+        for sid, kept, rid, payload in rows:
+            yield sid, bool(kept), rid, json.loads(payload)
+
+    def max_record_id(self) -> int:
+        return self.db.execute("SELECT coalesce(max(record_id), 0) FROM docs").fetchone()[0]
+
+    def counts(self) -> tuple[int, int, int, dict[str, int]]:
+        """``(processed, kept, flagged, statuses)``."""
+        statuses: dict[str, int] = {}
+        kept = flagged = total = 0
+        for status, k, n in self.db.execute("SELECT status, kept, count(*) FROM docs GROUP BY status, kept"):
+            statuses[status] = statuses.get(status, 0) + n
+            total += n
+            if k:
+                kept += n
+                flagged += n if status in ("near_duplicate", "duplicate") else 0
+        return total, kept, flagged, statuses
+
+    def ids(self, *, kept: bool, sent_only: bool = True) -> dict[str, int | None]:
+        """Source id -> Elasticsearch record id of the kept (or dropped) decisions."""
+        sql = "SELECT source_id, es_record_id FROM docs WHERE kept = ?" + (" AND sent = 1" if sent_only else "")
+        return dict(self.db.execute(sql, (int(kept),)).fetchall())
+
+    def close(self) -> None:
+        self.db.close()
