@@ -34,6 +34,7 @@ from .bits import hamming, sorted_common
 from .features import Features, Featurizer
 from .mrc import signature_cosine
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
+from .extract import DEFAULT_EXTRACTOR, check_extractor
 from .record import Record
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
@@ -56,6 +57,7 @@ class DedupConfig:
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
     min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
     max_page_bytes / max_text_chars: input limits, applied before parsing / featurizing (None: off).
+    extractor: main-text extractor for HTML (``resiliparse``; see :mod:`dedup.extract`).
     """
 
     weights: Any = "tdw"
@@ -74,8 +76,10 @@ class DedupConfig:
     drop: tuple[str, ...] = ("exact_duplicate",)
     max_page_bytes: int | None = MAX_PAGE_BYTES
     max_text_chars: int | None = MAX_TEXT_CHARS
+    extractor: str = DEFAULT_EXTRACTOR
 
     def __post_init__(self) -> None:
+        check_extractor(self.extractor)
         for name in ("max_page_bytes", "max_text_chars"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -108,6 +112,8 @@ class Verdict:
     candidates: int = 0
     kept: bool = True
     duplicate_id: int | None = None
+    #: which extractor gave the page's main text (Page.extraction: resiliparse, trafilatura, ...)
+    extraction: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +171,7 @@ class Deduplicator:
     def process_html(self, html: bytes | str, url: str, **kwargs: Any) -> tuple[Page, Verdict]:
         kwargs.setdefault("max_bytes", self.config.max_page_bytes)
         kwargs.setdefault("max_text_chars", self.config.max_text_chars)
+        kwargs.setdefault("extractor", self.config.extractor)
         page = parse_page(html, url, **kwargs)
         return page, self.process(page)
 
@@ -173,6 +180,7 @@ class Deduplicator:
         limit_text(page, self.config.max_text_chars)
         features = self.featurizer(page)
         verdict = self.check(page, features)
+        verdict.extraction = page.extraction
         verdict.kept = verdict.status not in self.config.drop
         if verdict.kept:
             try:
@@ -181,6 +189,7 @@ class Deduplicator:
                 # another process sharing the index kept this content between our check and our
                 # add (the claim is atomic): the page is an exact duplicate of that record after all
                 verdict = self._taken(features, taken)
+                verdict.extraction = page.extraction
                 verdict.kept = verdict.status not in self.config.drop
                 if verdict.kept:  # a kept exact duplicate claims nothing, so this add cannot race
                     self.add(page, features, verdict, **record_fields)
