@@ -6,8 +6,9 @@ Order of tests (first that fires wins):
 2. ``title_anchor`` — seed 004: same normalised title and anchor count. Alone it
    merges distinct pages sharing a template title (search and tag pages), so by
    default (``title_anchor="confirm"``) it fires only when the shingle resemblance
-   (Jaccard) with that page is >= t1; ``"literal"`` applies seed 004 as written, ``"off"``
-   skips it.
+   (Jaccard) with that page is >= t1, and then gives ``duplicate`` (kept and flagged),
+   never a drop: only the content hash drops. ``"literal"`` applies seed 004 as written
+   (``exact_duplicate`` on the title and anchor count alone, opt-in), ``"off"`` skips it.
 3. candidates — pages whose TDW simhash is within k bits (bit-permutation tables)
    plus the ``knn`` nearest multireference-cosine signatures; pruned by seed 002's
    comparison reducer; verified by word-shingle containment:
@@ -265,10 +266,12 @@ class Deduplicator:
         c = self.config
         s = best_scores["containment"]
         # confirmed by resemblance, not containment: a truncated copy with the same template
-        # must not make the full page an "exact" duplicate of the fragment
+        # must not make the full page a copy of the fragment. Never a drop: an exact copy of the
+        # text was caught by the content hash above, so this is an edited copy (a paragraph added,
+        # removed or cut), which is flagged and kept like any other near copy (issue 20)
         if best.id in title_ids and best_scores["resemblance"] >= c.t1:
             best_scores["title_key"] = f.title_key
-            return Verdict("exact_duplicate", best.url, "title_anchor", best_scores, candidates=n,
+            return Verdict("duplicate", best.url, "title_anchor", best_scores, candidates=n,
                            duplicate_id=best.id, **base)
         if s >= c.t1 and best_scores["angle_ok"]:
             status, rule = "duplicate", "containment>=t1"
