@@ -6,8 +6,9 @@ Order of tests (first that fires wins):
 2. ``title_anchor`` — seed 004: same normalised title and anchor count. Alone it
    merges distinct pages sharing a template title (search and tag pages), so by
    default (``title_anchor="confirm"``) it fires only when the shingle resemblance
-   (Jaccard) with that page is >= t1; ``"literal"`` applies seed 004 as written, ``"off"``
-   skips it.
+   (Jaccard) with that page is >= t1, and then gives ``duplicate`` (kept and flagged),
+   never a drop: only the content hash drops. ``"literal"`` applies seed 004 as written
+   (``exact_duplicate`` on the title and anchor count alone, opt-in), ``"off"`` skips it.
 3. candidates — pages whose TDW simhash is within k bits (bit-permutation tables)
    plus the ``knn`` nearest multireference-cosine signatures; pruned by seed 002's
    comparison reducer; verified by word-shingle containment:
@@ -34,6 +35,7 @@ from .bits import hamming, sorted_common
 from .features import Features, Featurizer
 from .mrc import signature_cosine
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
+from .extract import DEFAULT_EXTRACTOR, check_extractor
 from .record import Record
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
@@ -56,6 +58,7 @@ class DedupConfig:
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
     min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
     max_page_bytes / max_text_chars: input limits, applied before parsing / featurizing (None: off).
+    extractor: main-text extractor for HTML (``resiliparse``; see :mod:`dedup.extract`).
     """
 
     weights: Any = "tdw"
@@ -74,8 +77,10 @@ class DedupConfig:
     drop: tuple[str, ...] = ("exact_duplicate",)
     max_page_bytes: int | None = MAX_PAGE_BYTES
     max_text_chars: int | None = MAX_TEXT_CHARS
+    extractor: str = DEFAULT_EXTRACTOR
 
     def __post_init__(self) -> None:
+        check_extractor(self.extractor)
         for name in ("max_page_bytes", "max_text_chars"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -108,6 +113,8 @@ class Verdict:
     candidates: int = 0
     kept: bool = True
     duplicate_id: int | None = None
+    #: which extractor gave the page's main text (Page.extraction: resiliparse, trafilatura, ...)
+    extraction: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +172,7 @@ class Deduplicator:
     def process_html(self, html: bytes | str, url: str, **kwargs: Any) -> tuple[Page, Verdict]:
         kwargs.setdefault("max_bytes", self.config.max_page_bytes)
         kwargs.setdefault("max_text_chars", self.config.max_text_chars)
+        kwargs.setdefault("extractor", self.config.extractor)
         page = parse_page(html, url, **kwargs)
         return page, self.process(page)
 
@@ -175,6 +183,7 @@ class Deduplicator:
             limit_text(page, self.config.max_text_chars)
             features = self.featurizer(page)
         verdict = self.check(page, features)
+        verdict.extraction = page.extraction
         verdict.kept = verdict.status not in self.config.drop
         if verdict.kept:
             try:
@@ -183,6 +192,7 @@ class Deduplicator:
                 # another process sharing the index kept this content between our check and our
                 # add (the claim is atomic): the page is an exact duplicate of that record after all
                 verdict = self._taken(features, taken)
+                verdict.extraction = page.extraction
                 verdict.kept = verdict.status not in self.config.drop
                 if verdict.kept:  # a kept exact duplicate claims nothing, so this add cannot race
                     self.add(page, features, verdict, **record_fields)
@@ -258,10 +268,12 @@ class Deduplicator:
         c = self.config
         s = best_scores["containment"]
         # confirmed by resemblance, not containment: a truncated copy with the same template
-        # must not make the full page an "exact" duplicate of the fragment
+        # must not make the full page a copy of the fragment. Never a drop: an exact copy of the
+        # text was caught by the content hash above, so this is an edited copy (a paragraph added,
+        # removed or cut), which is flagged and kept like any other near copy (issue 20)
         if best.id in title_ids and best_scores["resemblance"] >= c.t1:
             best_scores["title_key"] = f.title_key
-            return Verdict("exact_duplicate", best.url, "title_anchor", best_scores, candidates=n,
+            return Verdict("duplicate", best.url, "title_anchor", best_scores, candidates=n,
                            duplicate_id=best.id, **base)
         if s >= c.t1 and best_scores["angle_ok"]:
             status, rule = "duplicate", "containment>=t1"

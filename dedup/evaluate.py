@@ -74,7 +74,7 @@ def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = 
         cluster, path = pages[i]
         url = f"http://eval.invalid/p{i}"
         url_cluster[url] = cluster
-        page = parse_page(path.read_bytes(), url)
+        page = parse_page(path.read_bytes(), url, extractor=config.extractor)
         verdict = dedup.process(page)
         outcomes.append(Outcome(cluster, str(path), url, verdict, cluster in seen,
                                 url_cluster.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))))

@@ -24,6 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .extract import DEFAULT_EXTRACTOR
 from .features import Featurizer
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, text_page
 
@@ -94,11 +95,13 @@ class Source:
 def page_from_source(source: Source, limits: Any = None) -> Page:
     """The :class:`~dedup.page.Page` of ``source``, cut to the input limits of ``limits`` (any object
     with ``max_page_bytes`` and ``max_text_chars``, e.g. a DedupConfig; None: the defaults, 5 MB and
-    200,000 characters). HTML is parsed (:func:`~dedup.page.parse_page`); otherwise the page is made
+    200,000 characters). HTML is parsed (:func:`~dedup.page.parse_page`) with the ``extractor`` of
+    ``limits`` (the default one when it has none); otherwise the page is made
     of the title, the text and the logged tagged fields. Raises TypeError for HTML that is neither
     bytes nor str."""
     max_bytes = getattr(limits, "max_page_bytes", MAX_PAGE_BYTES)
     max_chars = getattr(limits, "max_text_chars", MAX_TEXT_CHARS)
+    extractor = getattr(limits, "extractor", DEFAULT_EXTRACTOR)
     html = source.html
     if html:
         if isinstance(html, (bytearray, memoryview)):
@@ -106,7 +109,7 @@ def page_from_source(source: Source, limits: Any = None) -> Page:
         if not isinstance(html, (bytes, str)):
             raise TypeError(f"HTML of {source.url} must be bytes or str, got {type(html).__name__}")
         return parse_page(html, source.url, content_type=source.content_type, max_bytes=max_bytes,
-                          max_text_chars=max_chars)
+                          max_text_chars=max_chars, extractor=extractor)
     page = text_page(source.url, source.title, source.text, source.origin)
     for name, value in (source.fields or {}).items():
         if name in PAGE_FIELDS and value is not None:

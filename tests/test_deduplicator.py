@@ -147,3 +147,17 @@ def test_recorded_copy_recognises_a_replayed_page(dedup):
     assert dedup.recorded_copy(again, "https://other.example/") is None
     other = run(dedup, html("Bakery prize", OTHER), "https://a.example/bakery")
     assert dedup.recorded_copy(other, "https://a.example/bakery") is None
+
+
+def test_title_anchor_match_with_edited_text_is_flagged_not_dropped():
+    # issue 20: same title and anchor count, a paragraph added: resemblance >= t1 confirms the
+    # title rule, but the text is not an exact copy, so the page is kept as a duplicate
+    d = Deduplicator(MemoryIndex())
+    run(d, html("Bridge closes", STORY), "http://a.example/1")
+    v = run(d, html("Bridge closes", STORY + ["The mayor will speak about the bridge on the radio on Friday."]),
+            "http://b.example/1")
+    assert (v.status, v.rule, v.kept) == ("duplicate", "title_anchor", True)
+    assert v.scores["resemblance"] >= 0.8 and v.duplicate_of == "http://a.example/1"
+    # the exact copy of the text is still dropped, by the content hash
+    v = run(d, html("Bridge closes", STORY), "http://c.example/1")
+    assert (v.status, v.rule, v.kept) == ("exact_duplicate", "content_hash", False)

@@ -22,7 +22,31 @@ def test_fields_and_main_text():
     assert "corrosion in the main cables" in page.text
     assert "Copyright" not in page.text
     assert len(page.sentences) >= 4
-    assert page.extraction == "trafilatura"
+    assert page.extraction == "trafilatura"  # the default extractor
+
+
+def test_resiliparse_on_request_gives_the_same_fields():
+    slow = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html")
+    fast = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html", extractor="resiliparse")
+    assert fast.extraction == "resiliparse"
+    assert (slow.title, slow.headings, slow.bold, slow.anchor_count) == (fast.title, fast.headings, fast.bold, 3)
+    assert "corrosion in the main cables" in slow.text and "Copyright" not in slow.text
+
+
+def test_fallback_when_the_fast_extract_has_no_prose():
+    # short paragraphs only: resiliparse's prose lines (>= 20 words) come to nothing, trafilatura keeps them
+    paras = "".join(f"<p>Item {i}: the council met and agreed to repair the bridge {i}.</p>" for i in range(30))
+    page = parse_page(f"<html><body><nav><a href='/'>Home</a></nav><article>{paras}</article></body></html>",
+                      "http://a.example/1", extractor="resiliparse")
+    assert page.extraction == "trafilatura-fallback"
+    assert "repair the bridge 7" in page.text
+
+
+def test_unknown_extractor_is_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="extractor must be one of resiliparse, trafilatura, auto"):
+        parse_page(HTML, "http://a.example/", extractor="readability")
 
 
 def test_url_tokens():

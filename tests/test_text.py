@@ -92,3 +92,21 @@ def test_fast_wordnet_reader_loads_what_nltk_loads():
         found = ours._first_offset(word)
         assert (found[1] if found else None) == (expected[0].offset() if expected else None), word
         assert ours.first_lemma_names(word) == (expected[0].lemma_names() if expected else []), word
+
+
+def test_porter_stemmer_equals_nltk_original_on_wordnet_lemmas():
+    # the C stemmer must give nltk's PorterStemmer(mode=ORIGINAL_ALGORITHM) on every alphabetic lemma
+    import pytest
+    from nltk.stem.porter import PorterStemmer
+
+    from dedup.text import _PorterStemmer
+
+    try:
+        from nltk.corpus import wordnet
+        words = sorted({w.lower() for w in wordnet.all_lemma_names() if w.isalpha()})
+    except LookupError:
+        pytest.skip("WordNet not installed")
+    ours, nltk_stem = _PorterStemmer(), PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM)
+    assert len(words) > 70_000
+    assert [w for w in words if ours.stem(w) != nltk_stem.stem(w)] == []
+    assert ours.stem("café") == nltk_stem.stem("café")

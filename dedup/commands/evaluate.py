@@ -25,7 +25,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..deduplicator import DedupConfig
     from ..evaluate import evaluate, metric, sweep
 
-    overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn", "weights") if getattr(args, k) is not None}
+    overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn", "weights", "extractor") if getattr(args, k) is not None}
     config = DedupConfig(**overrides)
     report = evaluate(args.folder, seed=args.seed, config=config, progress=progress("evaluate"))
     m = metric(report.outcomes)
@@ -75,5 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--t2", type=float, help="near-duplicate threshold (containment)")
     ev.add_argument("--knn", type=int, help="nearest signatures fetched per page")
     ev.add_argument("--weights", choices=("tdw", "wwt"), help="TDW preset")
+    ev.add_argument("--extractor", choices=("resiliparse", "trafilatura", "auto"),
+                    help="main-text extractor (default: DedupConfig's, as a crawl's DEDUP_EXTRACTOR)")
     ev.add_argument("--show", type=int, default=20, help="false positives / misses listed (default 20)")
     ev.set_defaults(func=cmd_evaluate)
