@@ -397,6 +397,44 @@ def test_cli_explain_urls_from_the_index_and_the_dropped_log(tmp_path, capsys):
     assert "shipped tables only (--no-corpus)" in capsys.readouterr().out
 
 
+def test_cli_explain_finds_the_log_as_the_other_commands_do(tmp_path, capsys, monkeypatch):
+    """--log, else $DEDUP_DROPPED_LOG, else dropped.jsonl beside the index (one helper for all)."""
+    original, mirror = site_page("articles/library-roof.html"), site_page("mirror/library-roof.html")
+    uri = _index(tmp_path, [{"url": original.url, "title": original.title, "text": original.text}])
+    log = tmp_path / "elsewhere" / "my-log.jsonl"
+    log.parent.mkdir()
+    log.write_text(json.dumps({"url": mirror.url, "verdict": {"status": "exact_duplicate",
+                                                              "duplicate_of": original.url},
+                               "item": {"url": mirror.url, "title": mirror.title, "text": mirror.text}}) + "\n",
+                   encoding="utf-8")
+    monkeypatch.delenv("DEDUP_INDEX", raising=False)
+    monkeypatch.delenv("DEDUP_DROPPED_LOG", raising=False)
+    assert main(["explain", mirror.url, "--index", uri, "--no-corpus"]) == 2  # not beside the index
+    assert "not found" in capsys.readouterr().err
+    monkeypatch.setenv("DEDUP_DROPPED_LOG", str(log))
+    monkeypatch.setenv("DEDUP_INDEX", uri)
+    assert main(["explain", mirror.url, "--no-corpus", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["sources"]["a"] == f"dropped log {log}" and d["sources"]["b"] == f"index {uri}"
+    monkeypatch.setenv("DEDUP_DROPPED_LOG", str(tmp_path / "missing.jsonl"))  # named, so missing is an error
+    assert main(["explain", mirror.url, "--no-corpus"]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_cli_explain_dotplot_format_follows_the_extension(tmp_path, capsys):
+    a, b = SITE / "articles/ferry-timetable.html", SITE / "partner/ferry-timetable.html"
+    common = [str(a), str(b), "--index", f"local://{tmp_path / 'none'}", "--no-corpus"]
+    assert main(["explain", *common, "--dotplot", str(tmp_path / "p.PNG")]) == 0
+    assert (tmp_path / "p.PNG").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["explain", *common, "--dotplot", str(tmp_path / "p.svg")]) == 0
+    assert lxml.etree.fromstring((tmp_path / "p.svg").read_bytes()).tag == f"{SVG}svg"
+    capsys.readouterr()
+    for name in ("p.jpg", "plot"):
+        assert main(["explain", *common, "--dotplot", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert "--dotplot" in err and ".svg, .png" in err and not (tmp_path / name).exists()
+
+
 def test_cli_explain_unknown_page_is_a_clear_error(tmp_path, capsys):
     uri = _index(tmp_path, [{"url": "http://site.test/a", "title": "A", "text": "Some text."}])
     assert main(["explain", "http://site.test/a", "http://site.test/missing", "--index", uri]) == 2

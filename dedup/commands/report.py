@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import index_uri, progress
+from . import dropped_log, index_uri, progress
 
 __all__ = ["register"]
 
@@ -13,6 +13,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..report import write_report
 
     uri = index_uri(args)
+    args.log = args.log or args.log_option
+    args.log, _ = dropped_log(args)
     if args.limit is not None and args.limit < 0:
         raise ValueError(f"--limit must be >= 0 (got {args.limit})")
     result = write_report(args.log, args.output, uri, limit=args.limit or None, title=args.title,
@@ -32,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Write a self-contained HTML report (inline CSS and SVG, no scripts) of the "
                                     "pages a crawl dropped (from its dropped log) and flagged (from the search "
                                     "index), each beside the page it copies with matched sentences highlighted.")
-    rp.add_argument("log", help="the crawl's dropped log (DEDUP_DROPPED_LOG, e.g. .dedup/dropped.jsonl)")
+    rp.add_argument("log", nargs="?", help="the crawl's dropped log (default: --log, $DEDUP_DROPPED_LOG, else "
+                                           "dropped.jsonl beside --index, as the crawl writes it)")
+    rp.add_argument("--log", dest="log_option", metavar="LOG", help="the dropped log, as an option (as in the other "
+                                                                     "commands)")
     rp.add_argument("-o", "--output", default="report.html", help="HTML file to write (default report.html)")
     rp.add_argument("--index", help="index URI for flagged pages and copied texts "
                                     "(default: $DEDUP_INDEX or local://.dedup)")
