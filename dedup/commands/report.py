@@ -24,16 +24,17 @@ def cmd_report(args: argparse.Namespace) -> int:
               "(listed in the report; `dedup dropped stats --log ...` names them)", file=sys.stderr)
     if result["index_note"]:
         print(f"dedup: note: {result['index_note']}", file=sys.stderr)
-    print(f"wrote {result['path']} ({result['bytes'] / 1024:.0f} KiB): {result['dropped']} dropped, "
+    print(f"wrote {result['path']} ({result['bytes'] / 1024:.0f} KiB): {result['groups']} groups, {result['dropped']} dropped, "
           f"{result['restored']} restored, {result['flagged']} flagged, {result['kept']} in the search index")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser("report", help="static HTML report of a crawl's dropped and flagged pages",
-                        description="Write a self-contained HTML report (inline CSS and SVG, no scripts) of the "
-                                    "pages a crawl dropped (from its dropped log) and flagged (from the search "
-                                    "index), each beside the page it copies with matched sentences highlighted.")
+                        description="Write one self-contained HTML file (inline CSS, SVG and script; nothing "
+                                    "loaded from elsewhere) of the pages a crawl dropped (from its dropped log) and "
+                                    "flagged (from the search index), grouped under the page they copy, with "
+                                    "filters and a word-level difference for each near copy.")
     rp.add_argument("log", nargs="?", help="the crawl's dropped log (default: --log, $DEDUP_DROPPED_LOG, else "
                                            "dropped.jsonl beside --index, as the crawl writes it)")
     rp.add_argument("--log", dest="log_option", metavar="LOG", help="the dropped log, as an option (as in the other "
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--index", help="index URI for flagged pages and copied texts "
                                     "(default: $DEDUP_INDEX or local://.dedup)")
     rp.add_argument("--limit", type=int, default=200,
-                    help="pages shown with their texts per section (default 200, 0 = all; the summary counts all)")
+                    help="pages shown with their texts per section (default 200, 0 = all; the others are "
+                         "listed, counted and filtered without text)")
     rp.add_argument("--title", default="Dedup report", help="the report's title")
     rp.set_defaults(func=cmd_report)
