@@ -102,9 +102,11 @@ class Browser:
             self.send("Page.enable")
         self.send("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
                   mobile=mobile)
-        if "loaderId" not in self.send("Page.navigate", url=url):
-            self.send("Page.reload")  # only the #fragment changed: load the page afresh all the same
-        self._wait("Page.loadEventFired")
+        # via about:blank, so a URL that differs from the open one only in its #fragment is still
+        # a fresh load (a same-document navigation fires no load event and races the page's script)
+        for target in ("about:blank", url):
+            self.send("Page.navigate", url=target)
+            self._wait("Page.loadEventFired")
 
     def eval(self, expression: str) -> Any:
         result = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)

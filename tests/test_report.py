@@ -373,8 +373,9 @@ def test_report_filters_change_what_is_shown(crawled, rendered, browser):
     seen = browser.eval(VISIBLE)
     assert 0 < seen["pages"] <= len(printed) + len(near) and seen["hash"] == "#q=PRINT+version"
     # the browser's back/forward (a hash change) applies the filter too
-    browser.eval('location.hash = "kind=dropped&rule=content_hash"')
-    browser.eval("new Promise(function (r) { setTimeout(r, 50); })")
+    browser.eval("""new Promise(function (done) {  // resolved after the report's own hashchange handler
+        window.addEventListener("hashchange", function () { setTimeout(done, 0); }, {once: true});
+        location.hash = "kind=dropped&rule=content_hash"; })""")
     seen = browser.eval(VISIBLE)
     assert seen["kinds"] == ["dropped"] * len(dropped)
     assert browser.eval('document.querySelector("select[name=rule]").value') == "content_hash"
