@@ -4,7 +4,6 @@ its filters driven through the DevTools protocol (tests/browser.py)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import struct
@@ -20,7 +19,6 @@ from browser import Browser, chromium_path
 from dedup import droplog
 from dedup.cli import main
 from dedup.worddiff import diff_rows, tokens
-from index import open_search
 
 CRAWL = pytest.mark.crawl
 FLAGGED = ("near_duplicate", "duplicate")
