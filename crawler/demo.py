@@ -3,7 +3,10 @@
 Starts ``python -m crawler.sample_site`` on a free loopback port, runs a real
 ``scrapy crawl site`` from the repository root into a fresh ``out/demo/``, stops the
 server, and prints what was kept, flagged and dropped, and where everything went.
-Politeness delays are switched off for the run: the site is on loopback.
+Politeness delays are switched off for the run: the site is on loopback. The dropped log is
+written beside the index (``out/demo/index/dropped.jsonl``, the default every ``dedup``
+command looks in), and session ids are stripped from the links (:mod:`crawler.urls`), so a
+group's kept page never has a ``;jsessionid=`` URL.
 """
 from __future__ import annotations
 
@@ -72,13 +75,15 @@ def summarise(base: str, items: list[dict[str, Any]], dropped: list[dict[str, An
     lines += [
         "",
         f"Outputs in {rel}/:",
-        f"  items.jsonl    the {len(items)} kept items (url, title, text, fetched_at, dedup verdict)",
-        f"  dropped.jsonl  the {len(dropped)} dropped items, each with its verdict",
-        "  crawl.log      the Scrapy log (stats at the end: dedup/...)",
-        f"  index/         dedup index and search index: DEDUP_INDEX=local://{rel}/index",
+        f"  items.jsonl          the {len(items)} kept items (url, title, text, fetched_at, dedup verdict)",
+        "  crawl.log            the Scrapy log (stats at the end: dedup/...)",
+        f"  index/               dedup index and search index: DEDUP_INDEX=local://{rel}/index",
+        f"  index/dropped.jsonl  the {len(dropped)} dropped items, each with its verdict",
         "",
-        "Search the kept pages:",
+        "Look around (every command finds the dropped log beside --index):",
         f"  .venv/bin/dedup search QUERY --index local://{rel}/index",
+        f"  .venv/bin/dedup dropped list --index local://{rel}/index",
+        f"  .venv/bin/dedup report -o {rel}/report.html --index local://{rel}/index",
     ]
     return "\n".join(lines)
 
@@ -99,7 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         print(f"Sample site serving {base} (pid {site.pid})", flush=True)
         cmd = [scrapy, "crawl", "site", "-a", f"start_url={base}",
-               "-s", f"DEDUP_INDEX=local://{rel}/index", "-s", f"DEDUP_DROPPED_LOG={rel}/dropped.jsonl",
+               # no DEDUP_DROPPED_LOG: the log goes where every dedup command looks by default,
+               # index/dropped.jsonl, so `dedup dropped list --index local://out/demo/index` finds it
+               "-s", f"DEDUP_INDEX=local://{rel}/index",
+               # the sample site's ;jsessionid= and ?sid= links are fetched once, under their clean URL
+               "-s", 'ADDONS={"crawler.urls.SessionIdAddon": 200}',
                "-O", f"{rel}/items.jsonl",
                # loopback: no politeness delays, one request at a time for a reproducible order
                "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS=1",
@@ -117,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"the crawl failed (exit status {result.returncode}); log: {log}", file=sys.stderr)
         return result.returncode
     print()
-    print(summarise(base, _jsonl(out / "items.jsonl"), _jsonl(out / "dropped.jsonl"), out, seconds))
+    print(summarise(base, _jsonl(out / "items.jsonl"), _jsonl(out / "index" / "dropped.jsonl"), out, seconds))
     return 0
 
 

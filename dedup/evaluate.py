@@ -14,17 +14,19 @@ names, which name the cluster, cannot leak into the URL-token feature.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .deduplicator import DedupConfig, Deduplicator, Verdict
+from .mrc import DEFAULT_REFERENCE_PATH, REFERENCE_ENV, ReferenceText
 from .page import parse_page
 from .store import MemoryIndex
 
-__all__ = ["load_clusters", "evaluate", "metric", "Outcome"]
+__all__ = ["load_clusters", "evaluate", "metric", "Outcome", "reference_used"]
 
 PAGE_SUFFIXES = (".htm", ".html", ".xhtml")
 
@@ -56,6 +58,7 @@ class Report:
     seconds: float
     seed: int
     config: DedupConfig
+    reference: dict[str, Any] = field(default_factory=dict)  # id, file, corpus of the reference text used
 
 
 def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = None,
@@ -81,7 +84,16 @@ def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = 
         seen.add(cluster)
         if progress:
             progress(n, len(order))
-    return Report(outcomes, time.perf_counter() - start, seed, config)
+    return Report(outcomes, time.perf_counter() - start, seed, config,
+                  reference_used(dedup.featurizer.reference))
+
+
+def reference_used(ref: ReferenceText) -> dict[str, Any]:
+    """``{"id", "file", "corpus"}`` of the reference text the signatures were made with: the file
+    from ``$DEDUP_REFERENCE`` or the shipped one, and the corpus its provenance names."""
+    chosen = os.environ.get(REFERENCE_ENV)
+    return {"id": ref.id, "file": chosen or str(DEFAULT_REFERENCE_PATH),
+            "from": f"${REFERENCE_ENV}" if chosen else "shipped", "corpus": ref.provenance.get("corpus")}
 
 
 def metric(outcomes: Iterable[Outcome], flagged: Callable[[Outcome], bool] | None = None) -> dict[str, Any]:

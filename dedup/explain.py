@@ -26,7 +26,7 @@ import numpy as np
 
 from .dotplot import dotplot_png, dotplot_svg
 from .fuzzy import Thresholds, eq, odds_ratio, resemblance, similarity_matrices
-from .hierarchy import build_hierarchy, match_hierarchies
+from .hierarchy import MIN_SENTENCE_WORDS, build_hierarchy, match_hierarchies
 from .page import Page
 from .sentences import SentenceTables, default_tables, refine
 
@@ -118,17 +118,20 @@ def _nearest(score: np.ndarray, ab: np.ndarray, ba: np.ndarray, axis: int) -> li
 
 
 def explain(a: Page, b: Page, *, tables: SentenceTables | None = None,
-            thresholds: Thresholds | None = None) -> Explanation:
+            thresholds: Thresholds | None = None, min_words: int = MIN_SENTENCE_WORDS) -> Explanation:
     """Compare pages ``a`` and ``b`` sentence by sentence (see the module docstring).
 
     ``tables`` default to the shipped WordNet tables; ``thresholds`` to permission 0.825 and
-    variation 0.15. The sentences are those of each page's semantic hierarchy: the lines of
-    its main text split by :func:`dedup.text.split_sentences`, i.e. ``Page.sentences`` for
-    pages from :func:`dedup.page.parse_page` and for title/text records.
+    variation 0.15. The sentences are those of each page's semantic hierarchy
+    (:func:`dedup.hierarchy.build_hierarchy`): the extracted main text (``Page.text``, from
+    :func:`dedup.page.parse_page` or a title/text record) with hard-wrapped lines joined,
+    split by :func:`dedup.text.split_sentences`, boilerplate-sized fragments ("(AP)",
+    "Advertisement") left out unless ``min_words`` is 0. For well-formed pages that is
+    ``Page.sentences``.
     """
     tables = tables if tables is not None else default_tables()
     thresholds = thresholds or Thresholds()
-    tree_a, tree_b = build_hierarchy(a), build_hierarchy(b)
+    tree_a, tree_b = build_hierarchy(a, min_words=min_words), build_hierarchy(b, min_words=min_words)
     refined_a = [refine(s) for s in tree_a.sentences]
     refined_b = [refine(s) for s in tree_b.sentences]
     ab, ba = similarity_matrices(refined_a, refined_b, tables)

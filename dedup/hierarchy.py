@@ -12,6 +12,22 @@ code serves parsed HTML and the title/text records of the search index and the d
 log. A page without headings (a record) gets them inferred: a short line without
 closing punctuation that is followed by more text.
 
+Real pages need two repairs before their lines are split into sentences:
+
+* **hard wraps** (:func:`unwrap`): text copied from e-mail or ``<pre>`` keeps its line
+  breaks, so one sentence arrives as four lines ("... the parents of" / "a severely
+  disabled child ..."). A line is joined to the next when it ends no sentence (no
+  ``.!?…:;`` before closing quotes or brackets) and the next continues it: it begins in
+  lower case, or the line ends with a comma or a dash, or it has four words or more and
+  ends with a stop word ("... identified only as" / "Ashley ..."), or (on a page whose
+  headings are known, so a long line is no heading) it is 50 characters or more. Lines the
+  page marks as headings are never joined; a line ending in ``)`` ("(AP)") only before
+  lower case;
+* **boilerplate**: "(AP)", "Advertisement", "(Story continues below)", "All Access" are
+  lines, not sentences; a sentence of fewer than five words and fewer than
+  :data:`MIN_SENTENCE_WORDS` refined words (:func:`dedup.sentences.refine`: stop words and
+  numbers out) is left out of the tree, so it can neither match nor count as unmatched.
+
 Matching (the seed's Tree_Matching / Node_Comparison / Graphical_Display): given the
 pairs of equal sentences, every node gets the number of its sentences equal to some
 sentence of the other page, the share of its sentences that is (the seed's shaded
@@ -28,9 +44,19 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .page import Page
-from .text import split_sentences
+from .sentences import refine
+from .text import Normalizer, split_sentences
 
-__all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies"]
+__all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies", "unwrap", "MIN_SENTENCE_WORDS"]
+
+#: sentences with fewer refined words than this are boilerplate, not sentences (module docstring)
+MIN_SENTENCE_WORDS = 3
+#: a line this long that ends no sentence, on a page whose headings are known, is a hard wrap
+WRAPPED_LINE_CHARS = 50
+_ENDS_SENTENCE = tuple(".!?:;\u2026")
+_TRAILING = "\"'\u201d\u2019)]*"
+_CONTINUES = tuple(",-\u2013\u2014")
+_stopwords: frozenset[str] | None = None
 
 _WS = re.compile(r"\s+")
 _ITEM = re.compile(r"^(?:[-*\u2022\u2013\u00b7]|\d{1,3}[.)])\s+")
@@ -111,19 +137,69 @@ def _inferred_heading(line: str, is_last: bool) -> bool:
             and not line.rstrip().endswith(_CLOSING))
 
 
-def build_hierarchy(page: Page) -> Hierarchy:
-    """The semantic hierarchy of ``page`` (see the module docstring)."""
+def _stop() -> frozenset[str]:
+    global _stopwords
+    if _stopwords is None:
+        _stopwords = frozenset(Normalizer(word_mapping=False).stopwords)
+    return _stopwords
+
+
+def _joins(line: str, following: str, long_wraps: bool) -> bool:
+    """Whether ``following`` continues the sentence ``line`` leaves open (a hard wrap)."""
+    end = line.rstrip(_TRAILING)
+    if not end or end.endswith(_ENDS_SENTENCE):
+        return False
+    first = following.lstrip("\"'\u201c\u2018([")[:1]
+    if first.islower():
+        return True
+    if line.endswith((")", "]")):  # "(AP)", "(Story continues below)": a whole aside
+        return False
+    if end.endswith(_CONTINUES):
+        return True
+    words = end.split()
+    if len(words) >= 4 and words[-1].lower() in _stop():  # a short "Title here" may be a heading
+        return True
+    return long_wraps and len(line) >= WRAPPED_LINE_CHARS
+
+
+def unwrap(lines: Sequence[str], keep: Iterable[str] = ()) -> list[str]:
+    """``lines`` (stripped, non-empty) with hard-wrapped runs joined by a space (module
+    docstring); a line whose :func:`_key` is in ``keep`` (a heading) is never joined. When
+    ``keep`` names headings, a line of :data:`WRAPPED_LINE_CHARS` or more that ends no
+    sentence is also joined (it is no heading, and few paragraphs end without punctuation)."""
+    fixed = {_key(k) for k in keep}
+    out: list[str] = []
+    for line in lines:
+        if out and _key(out[-1]) not in fixed and _key(line) not in fixed and _joins(out[-1], line, bool(fixed)):
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+    return out
+
+
+def _sentence(text: str, min_words: int) -> bool:
+    """A sentence, not boilerplate: ``min_words`` refined words, or a clause of 5 words or more
+    ("The village has no shop." has two refined words and is a sentence; "(Story continues below)"
+    has two and is not)."""
+    return min_words <= 0 or len(text.split()) >= 5 or len(refine(text)) >= min_words
+
+
+def build_hierarchy(page: Page, *, min_words: int = MIN_SENTENCE_WORDS) -> Hierarchy:
+    """The semantic hierarchy of ``page`` (see the module docstring): hard-wrapped lines joined,
+    sentences with fewer than ``min_words`` refined words left out (0 keeps every one)."""
     root = Node(id=0, kind="document", label=page.title or page.url, level=0, parent=None)
     nodes = [root]
     sentences: list[str] = []
-    lines = [ln.strip() for ln in (page.text or "").splitlines() if ln.strip()]
+    lines = unwrap([ln.strip() for ln in (page.text or "").splitlines() if ln.strip()],
+                   (text for _, text in page.headings))
     if not lines:
-        if page.sentences:  # a page given as sentences only: one block
-            block = Node(id=1, kind="block", label=_label(page.sentences[0]), level=1, parent=0,
-                         sentences=list(range(len(page.sentences))))
+        kept = [x for x in page.sentences if _sentence(x, min_words)]
+        if kept:  # a page given as sentences only: one block
+            block = Node(id=1, kind="block", label=_label(kept[0]), level=1, parent=0,
+                         sentences=list(range(len(kept))))
             root.children.append(1)
             nodes.append(block)
-            sentences = list(page.sentences)
+            sentences = kept
         return Hierarchy(nodes, sentences)
     levels: dict[str, int] = {}
     for level, text in page.headings:
@@ -134,7 +210,9 @@ def build_hierarchy(page: Page) -> Hierarchy:
             level = levels.get(_key(line))
         else:
             level = (1 if n == 0 else 2) if _inferred_heading(line, n == len(lines) - 1) else None
-        parts = split_sentences(line) or [line]
+        parts = [p for p in (split_sentences(line) or [line]) if _sentence(p, min_words)]
+        if not parts and level is None:
+            continue  # boilerplate: no node
         if level is not None:
             while stack[-1].kind == "heading" and stack[-1].level >= level:
                 stack.pop()

@@ -1,17 +1,25 @@
-"""A static, self-contained HTML report of a crawl's dropped and flagged pages.
+"""A static, self-contained HTML report of a crawl's dropped and flagged pages, to work in.
 
-``dedup report LOG -o report.html --index URI`` writes one HTML file with inline CSS and inline
-SVG (no external assets, no JavaScript):
+``dedup report [LOG] -o report.html --index URI`` writes one HTML file with its CSS, its
+script and its charts inline (nothing is loaded from anywhere: open it from disk, attach it
+to a ticket):
 
-* a summary: dropped / restored / flagged / kept counts, bar charts of the pages by status, rule
-  and host, and a histogram of their containment scores with the t2/t1 thresholds marked;
-* the **dropped** pages, from the dropped log (:mod:`dedup.droplog`; restored ones are marked);
-* the **flagged** pages (kept ``near_duplicate`` / ``duplicate``), from the search index at
-  ``--index`` (``iter_docs()``); left out, with a note, when the index is absent;
-* for each page, its text beside the page it copies (``duplicate_of``: the search index first,
-  then the log), the matched sentences highlighted with ``<mark>`` (each mark links to the
-  sentence it matches on the other side), and the pair's dotplot as an ``<img>`` holding an SVG
-  ``data:`` URI.  Sentence matching and dotplots come from :mod:`dedup.explain`.
+* a summary: groups, dropped / restored / flagged / kept counts, bar charts of the pages by
+  status, rule and host, and a histogram of their containment scores with t2/t1 marked;
+* **filters** (kind, status, rule, host, score range, words of the URL, title or text), kept in
+  the URL's ``#fragment`` so a view can be bookmarked; without JavaScript everything shows;
+* the **groups**: each kept page (the one copies name in ``duplicate_of``) with its copies:
+  the pages the crawl **dropped** (from the dropped log, :mod:`dedup.droplog`; ``restored``
+  ones marked) and the kept pages **flagged** ``near_duplicate``/``duplicate`` (from the
+  search index at ``--index``; left out, with a note, when there is none);
+* for each near copy, a word-level difference from the kept page (:mod:`dedup.worddiff`):
+  two aligned columns in one scroll box, so both sides scroll together, identical runs
+  collapsed to ``… 412 identical words …``; on a narrow screen the columns stack. An exact
+  copy (the same words) is shown once, with a note. Near copies also get the sentence
+  matching of :mod:`dedup.explain` (share of sentences matched, dotplot).
+
+Every count is taken from the same list of pages the groups show: a restored page is counted
+as restored, not as dropped, in the cards, the filters and the groups alike.
 
 Texts are escaped; page URLs appear as plain links (nothing is loaded from them).
 This module imports neither scrapy nor elasticsearch; ``index`` is imported lazily.
@@ -28,19 +36,22 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from .droplog import DropLog, VerdictFields, histogram, host_of, page_from_item, read_log
+from .worddiff import diff_rows, tokens, words_html
 
-__all__ = ["Pair", "ReportData", "collect", "render", "write_report", "bar_chart_svg", "histogram_svg"]
+__all__ = ["Pair", "Group", "ReportData", "collect", "render", "write_report", "bar_chart_svg", "histogram_svg"]
 
 log = logging.getLogger(__name__)
 
 FLAGGED = ("near_duplicate", "duplicate")
+KINDS = ("dropped", "restored", "flagged")
+_ASSETS = Path(__file__).with_name("data")
 
 
 @dataclass
 class Pair(VerdictFields):
-    """One reported page and the page it copies."""
+    """One reported page (a copy) and the page it copies."""
 
-    kind: str  # "dropped" or "flagged"
+    kind: str  # "dropped" (from the log) or "flagged" (from the search index)
     url: str
     title: str
     text: str
@@ -50,6 +61,28 @@ class Pair(VerdictFields):
     other: dict[str, Any] | None = None  # url, title, text of the page it copies
     other_source: str = ""
     note: str = ""
+    has_text: bool = True  # False past --limit: counted and listed, text left out
+
+    @property
+    def shown_kind(self) -> str:
+        """``dropped``, ``restored`` or ``flagged``: what the cards count and the filter selects."""
+        return "restored" if self.state == "restored" else self.kind
+
+
+@dataclass
+class Group:
+    """A kept page and the copies that name it in ``duplicate_of``."""
+
+    url: str
+    copies: list[Pair] = field(default_factory=list)
+
+    @property
+    def page(self) -> dict[str, Any] | None:
+        return next((c.other for c in self.copies if c.other is not None), None)
+
+    @property
+    def source(self) -> str:
+        return next((c.other_source for c in self.copies if c.other is not None), "")
 
 
 @dataclass
@@ -65,13 +98,24 @@ class ReportData:
     thresholds: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def pairs(self) -> list[Pair]:
+        return self.dropped + self.flagged
+
+    @property
     def counts(self) -> dict[str, int]:
-        return {
-            "dropped": sum(1 for p in self.dropped if p.state == "dropped"),
-            "restored": sum(1 for p in self.dropped if p.state == "restored"),
-            "flagged": len(self.flagged),
-            "kept": self.kept if self.kept is not None else 0,
-        }
+        """Pages by :attr:`Pair.shown_kind`, groups, and documents in the search index."""
+        kinds = Counter(p.shown_kind for p in self.pairs)
+        return {"dropped": kinds["dropped"], "restored": kinds["restored"], "flagged": kinds["flagged"],
+                "groups": len(self.groups()), "kept": self.kept if self.kept is not None else 0}
+
+    def groups(self) -> list[Group]:
+        """Copies grouped by the page they copy, groups in order of their first copy (log
+        order, then index order); a copy naming no page is a group of its own."""
+        out: dict[str, Group] = {}
+        for pair in self.pairs:
+            key = pair.duplicate_of or f"\0{pair.url}"
+            out.setdefault(key, Group(pair.duplicate_of or "")).copies.append(pair)
+        return list(out.values())
 
 
 # -- gathering ------------------------------------------------------------------------------------
@@ -106,7 +150,8 @@ def collect(log_path: str | Path, index_uri: str, *, limit: int | None = None) -
                     if verdict.get("status") in FLAGGED:
                         full = limit is None or len(data.flagged) < limit
                         data.flagged.append(Pair("flagged", doc.get("url") or "", doc.get("title") or "",
-                                                 (doc.get("text") or "") if full else "", verdict, "kept"))
+                                                 (doc.get("text") or "") if full else "", verdict, "kept",
+                                                 has_text=full))
                 data.kept = sum(statuses.values())
                 data.kept_by_status = dict(statuses.most_common())
             except Exception as exc:  # noqa: BLE001
@@ -114,26 +159,37 @@ def collect(log_path: str | Path, index_uri: str, *, limit: int | None = None) -
                 data.index_note = (f"Reading the search index {index_uri} failed ({type(exc).__name__}: {exc}): "
                                    "flagged pages are not included.")
         for n, entry in enumerate(droplog.entries):
-            item = droplog.item(entry) if limit is None or n < limit else {}
+            full = limit is None or n < limit
+            item = droplog.item(entry) if full else {}
             data.dropped.append(Pair("dropped", entry.url, str(item.get("title") or entry.title),
-                                     str(item.get("text") or ""), entry.verdict, entry.state, entry.time))
+                                     str(item.get("text") or ""), entry.verdict, entry.state, entry.time,
+                                     has_text=full))
         for pair in data.dropped + data.flagged:
             if not data.thresholds and pair.verdict.get("thresholds"):
                 data.thresholds = dict(pair.verdict["thresholds"])
+        found: dict[str, tuple[dict[str, Any] | None, str, str]] = {}  # one lookup per kept page
         for section in (data.dropped, data.flagged):
             for pair in section if limit is None else section[:limit]:
-                _find_other(pair, search, droplog, index_uri)
+                _find_other(pair, search, droplog, found)
     finally:
         if search is not None:
             search.close()
     return data
 
 
-def _find_other(pair: Pair, search: Any, droplog: DropLog, uri: str) -> None:
+def _find_other(pair: Pair, search: Any, droplog: DropLog,
+                found: dict[str, tuple[dict[str, Any] | None, str, str]]) -> None:
     target = pair.verdict.get("duplicate_of")
     if not target:
         pair.note = "The verdict names no page it copies."
         return
+    if target not in found:
+        _lookup(pair, target, search, droplog)
+        found[target] = (pair.other, pair.other_source, pair.note)
+    pair.other, pair.other_source, pair.note = found[target]
+
+
+def _lookup(pair: Pair, target: str, search: Any, droplog: DropLog) -> None:
     if search is not None:
         try:
             doc = search.get(target)
@@ -232,200 +288,185 @@ def histogram_svg(title: str, scores: Iterable[float], *, bins: int = 10, width:
 
 
 # -- rendering ------------------------------------------------------------------------------------
-_CSS = """
-:root { --fg: #1d232a; --muted: #5b6770; --line: #d5dbe0; --bg: #f6f8fa; --mark: #ffe066; }
-* { box-sizing: border-box; }
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg);
-       margin: 0 auto; max-width: 1280px; padding: 1rem 1.5rem 3rem; }
-h1 { margin: .2rem 0; font-size: 1.6rem; } h2 { border-bottom: 2px solid var(--line); padding-bottom: .2rem;
-     margin-top: 2rem; } h4 { margin: .2rem 0; font-size: .95rem; }
-a { color: #1f5f99; overflow-wrap: anywhere; }
-.meta, .note, figcaption { color: var(--muted); font-size: .85rem; }
-.note { background: var(--bg); border-left: 4px solid #e0a800; padding: .4rem .7rem; }
-.cards { display: flex; flex-wrap: wrap; gap: .8rem; margin: 1rem 0; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem 1rem; min-width: 9rem; background: var(--bg); }
-.card .n { display: block; font-size: 1.8rem; font-weight: 700; }
-.card .l { color: var(--muted); font-size: .85rem; }
-.charts { display: flex; flex-wrap: wrap; gap: 1.2rem; }
-.charts figure { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: .6rem; }
-.chart-title { font: 600 13px system-ui, sans-serif; fill: var(--fg); }
-.chart-label, .chart-count, .chart-empty { font: 11px system-ui, sans-serif; fill: #333; }
-.axis { stroke: #888; } .mark-line { stroke: #c0392b; stroke-dasharray: 4 3; }
-table.toc { border-collapse: collapse; width: 100%; font-size: .85rem; margin-bottom: 1rem; }
-table.toc th, table.toc td { border-bottom: 1px solid var(--line); padding: .2rem .4rem; text-align: left; vertical-align: top; }
-table.toc td.num { text-align: right; font-variant-numeric: tabular-nums; }
-details.pair { border: 1px solid var(--line); border-radius: 6px; margin: .8rem 0; padding: .4rem .8rem; }
-details.pair > summary { cursor: pointer; font-weight: 600; }
-.badge { display: inline-block; border-radius: 3px; padding: 0 .4rem; font-size: .75rem; color: #fff;
-         background: #7f8c8d; font-weight: 600; vertical-align: 1px; }
-.s-exact_duplicate { background: #c0392b; } .s-duplicate { background: #d35400; }
-.s-near_duplicate { background: #b7950b; } .s-restored { background: #27ae60; }
-.cols { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; margin-top: .5rem; }
-.col { min-width: 0; } .col .title { font-weight: 600; margin: .2rem 0; }
-.text { font-size: .9rem; max-height: 32rem; overflow: auto; border: 1px solid var(--line); padding: .5rem;
-        background: #fff; }
-mark { background: var(--mark); color: inherit; padding: 0 1px; }
-mark a { color: inherit; text-decoration: none; }
-figure.dotplot { margin: .6rem 0 .2rem; } figure.dotplot img { width: 360px; max-width: 100%; height: auto; border: 1px solid var(--line);
-        background: #fff; }
-@media (max-width: 800px) { .cols { grid-template-columns: 1fr; } }
-@media print { details.pair { break-inside: avoid; } .text { max-height: none; overflow: visible; } }
-"""
+def _asset(name: str) -> str:
+    return (_ASSETS / name).read_text(encoding="utf-8")
 
 
 def _status_badge(status: str) -> str:
-    return f'<span class="badge s-{_e(status)}">{_e(status.replace("_", " "))}</span>'
+    return f'<span class="badge s-{_e(status)}">{_e(status.replace("_", " ") or "no status")}</span>'
+
+
+def _kind_badge(kind: str) -> str:
+    return f'<span class="badge k-{_e(kind)}">{_e(kind)}</span>'
 
 
 def _fmt_score(score: float | None) -> str:
     return "-" if score is None else f"{score:.2f}"
 
 
+def _num(value: Any) -> str:
+    """A score or threshold as printed: 4 places at most (an angle of 35.99999999999999 is 36)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{round(float(value), 4):g}"
+
+
 def _time(value: str) -> str:
     return value.replace("T", " ")[:19] + " UTC" if value else ""
 
 
-def _paragraph_starts(text: str, sentences: Sequence[str]) -> set[int]:
-    """Indices of the sentences that begin a line of ``text`` (found in order; a sentence not
-    found verbatim starts nothing)."""
-    starts, pos = set(), 0
-    for i, sentence in enumerate(sentences):
-        at = text.find(sentence, pos)
-        if at < 0:
-            continue
-        if i and "\n" in text[pos:at]:
-            starts.add(i)
-        pos = at + len(sentence)
-    return starts
+def _same_words(a: str, b: str) -> bool:
+    return tokens(a) == tokens(b)
 
 
-def _sentences_html(pid: str, side: str, other_side: str, sentences: Sequence[str],
-                    matched: dict[int, tuple[int, float]], text: str = "") -> str:
-    parts = []
-    breaks = _paragraph_starts(text, sentences) if text else set()
-    for i, sentence in enumerate(sentences):
-        if i in breaks:
-            parts.append("<br>")
-        sid = f"{pid}-{side}{i}"
-        if i in matched:
-            j, score = matched[i]
-            parts.append(f'<mark id="{sid}" title="matches sentence {j + 1} of the other page (score {score:.2f})">'
-                         f'<a href="#{pid}-{other_side}{j}">{_e(sentence)}</a></mark>')
-        else:
-            parts.append(f'<span id="{sid}">{_e(sentence)}</span>')
-    return " ".join(parts)
-
-
-def _best_matches(matches: Iterable[Sequence[Any]]) -> tuple[dict[int, tuple[int, float]], dict[int, tuple[int, float]]]:
-    """For each matched sentence of either side, its best partner on the other side."""
-    a: dict[int, tuple[int, float]] = {}
-    b: dict[int, tuple[int, float]] = {}
-    for m in matches:
-        i, j = int(m[0]), int(m[1])
-        s = float(m[2]) if len(m) > 2 else 1.0
-        if i not in a or s > a[i][1]:
-            a[i] = (j, s)
-        if j not in b or s > b[j][1]:
-            b[j] = (i, s)
-    return a, b
-
-
-def _plain_sentences(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def _pair_html(pair: Pair, pid: str, explain: Callable | None, dotplot_svg: Callable | None) -> str:
+def _meta(pair: Pair, tag: str = "p") -> str:
     verdict = pair.verdict
     scores = verdict.get("scores") or {}
-    state = "" if pair.state in ("dropped", "kept") else " " + _status_badge("restored")
-    head = (f'<summary>{_status_badge(pair.status)}{state} {_link(pair.url)} '
-            f'<span class="meta">score {_fmt_score(pair.score)}</span></summary>')
-    meta = [f"rule <code>{_e(pair.rule)}</code>"]
-    if verdict.get("duplicate_of"):
-        meta.append(f'copy of {_link(verdict["duplicate_of"])}')
-    for key in ("containment", "resemblance", "tdw_cosine", "mrc", "hamming", "chunks"):
-        if isinstance(scores.get(key), (int, float)):
-            meta.append(f"{key} {scores[key]}")
+    meta = [f"rule <code>{_e(pair.rule or '-')}</code>"]
+    for key in ("containment", "resemblance", "tdw_cosine", "mrc", "hamming", "chunks", "angle"):
+        if isinstance(scores.get(key), (int, float)) and not isinstance(scores.get(key), bool):
+            meta.append(f"{key} {_num(scores[key])}")
     if pair.time:
-        meta.append(f"dropped {_e(_time(pair.time))}")
-    body = [head, f'<p class="meta">{" · ".join(meta)}</p>']
-    a_sentences, b_sentences = _plain_sentences(pair.text), []
-    match_a: dict[int, tuple[int, float]] = {}
-    match_b: dict[int, tuple[int, float]] = {}
-    dotplot = ""
-    note = pair.note
-    if pair.other is not None:
-        b_sentences = _plain_sentences(str(pair.other.get("text") or ""))
-        if explain is not None:
-            try:
-                page_a = page_from_item({"url": pair.url, "title": pair.title, "text": pair.text})
-                page_b = page_from_item({"url": pair.other.get("url") or verdict.get("duplicate_of"),
-                                         "title": pair.other.get("title"), "text": pair.other.get("text")})
-                explanation = explain(page_a, page_b)
-                a_sentences, b_sentences = list(explanation.sentences_a), list(explanation.sentences_b)
-                match_a, match_b = _best_matches(explanation.matches)
-                if dotplot_svg is not None:
-                    svg = dotplot_svg(explanation)
-                    uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
-                    dotplot = (f'<figure class="dotplot"><img class="dotplot" src="{uri}" '
-                               f'alt="dotplot: sentences of this page against the page it copies">'
-                               f'<figcaption>dotplot: a dot for each matched pair of sentences; x: this page, '
-                               f'y: the page it copies (a diagonal is a copy)</figcaption></figure>')
-            except Exception as exc:  # noqa: BLE001 - one bad pair must not stop the report
-                log.warning("explaining %s failed: %s", pair.url, exc, exc_info=True)
-                note = (note + " " if note else "") + f"Sentence matching failed ({type(exc).__name__}: {exc})."
-    matched_line = (f"{len(match_a)} of {len(a_sentences)} sentences of this page matched; "
-                    f"{len(match_b)} of {len(b_sentences)} of the page it copies" if pair.other is not None else "")
-    if matched_line:
-        body.append(f'<p class="meta">{matched_line}</p>')
-    if note:
-        body.append(f'<p class="note">{_e(note)}</p>')
-    left = (f'<div class="col"><h4>This page ({_e(pair.kind)})</h4><p class="title">{_e(pair.title)}</p>'
-            f'<div class="text">{_sentences_html(pid, "a", "b", a_sentences, match_a, pair.text)}</div></div>')
-    if pair.other is not None:
-        other_url = pair.other.get("url") or verdict.get("duplicate_of") or ""
-        right = (f'<div class="col"><h4>The page it copies (from the {_e(pair.other_source)})</h4>'
-                 f'<p class="title">{_e(pair.other.get("title") or "")}</p>'
-                 f'<p class="meta">{_link(other_url)}</p>'
-                 f'<div class="text">'
-                 f'{_sentences_html(pid, "b", "a", b_sentences, match_b, str(pair.other.get("text") or ""))}'
-                 '</div></div>')
+        meta.append(f"{'dropped' if pair.kind == 'dropped' else 'seen'} {_e(_time(pair.time))}")
+    return f'<{tag} class="meta">{" · ".join(meta)}</{tag}>'
+
+
+def _sentences(pair: Pair, explain: Callable | None, dotplot_svg: Callable | None) -> str:
+    """Sentence matching of a near copy against its kept page (share matched, dotplot)."""
+    if explain is None or pair.other is None:
+        return ""
+    try:
+        page_a = page_from_item({"url": pair.url, "title": pair.title, "text": pair.text})
+        page_b = page_from_item({"url": pair.other.get("url") or pair.duplicate_of,
+                                 "title": pair.other.get("title"), "text": pair.other.get("text")})
+        e = explain(page_a, page_b)
+    except Exception as exc:  # noqa: BLE001 - one bad pair must not stop the report
+        log.warning("explaining %s failed: %s", pair.url, exc, exc_info=True)
+        return f'<p class="note">Sentence matching failed ({_e(type(exc).__name__)}: {_e(exc)}).</p>'
+    line = (f"sentences: {e.matched_a} of {len(e.sentences_a)} of this copy match one of the kept page "
+            f"(fuzzy-set EQ; {e.matched_b} of {len(e.sentences_b)} the other way)")
+    plot = ""
+    if dotplot_svg is not None:
+        uri = "data:image/svg+xml;base64," + base64.b64encode(dotplot_svg(e).encode("utf-8")).decode("ascii")
+        plot = (f'<figure class="dotplot"><img class="dotplot" src="{uri}" alt="dotplot of matched sentences">'
+                '<figcaption>a dot for each matched pair of sentences; x: this copy, y: the kept page '
+                '(a diagonal is a copy). <code>dedup explain</code> prints the pairs.</figcaption></figure>')
+    return f'<details class="more sentences"><summary>{_e(line)}</summary>{plot}</details>'
+
+
+def _comparison(pair: Pair, explain: Callable | None, dotplot_svg: Callable | None) -> str:
+    if not pair.has_text:
+        return (_meta(pair) + '<p class="note">Text not included (past <code>--limit</code>); counted and '
+                'filtered all the same.</p>')
+    if pair.other is None:
+        return (_meta(pair) + f'<p class="note">{_e(pair.note or "The page it copies is not available.")}</p>'
+                + _text_once(pair.text))
+    kept_text = str(pair.other.get("text") or "")
+    words = len([t for t in tokens(pair.text) if t != "\n"])
+    if _same_words(kept_text, pair.text):
+        return (f'<p class="note exact">Exact copy: the same {words} words as the kept page, shown once. '
+                f'{_meta(pair, "span")}</p>' + _text_once(pair.text))
+    diff = diff_rows(kept_text, pair.text)
+    lead = ""
+    if pair.rule == "content_hash":
+        lead = ('<p class="note exact">Exact copy after normalisation (case, punctuation, spacing): the words '
+                'differ only in these.</p>')
+    cells = ['<div class="h">kept page</div><div class="h">this copy</div>']
+    for row in diff.rows:
+        if row.kind == "same":
+            cells.append(f'<div class="same">{row.left}</div>')
+        else:
+            cells.append(f'<div class="l{" empty" if not row.left else ""}">{row.left}</div>'
+                         f'<div class="r{" empty" if not row.right else ""}">{row.right}</div>')
+    summary = (f'<p class="meta">{diff.same_words} words in common; the kept page has {diff.kept_words}, '
+               f'this copy {diff.copy_words}. <del>struck</del>: only on the kept page, '
+               f'<ins>green</ins>: only in this copy.</p>')
+    return (_meta(pair) + lead + summary + f'<div class="diff" role="table" aria-label="word difference">{"".join(cells)}</div>'
+            + _sentences(pair, explain, dotplot_svg))
+
+
+def _text_once(text: str) -> str:
+    if not text.strip():
+        return ""
+    return f'<details class="more"><summary>the text</summary><div class="text">{words_html(tokens(text))}</div></details>'
+
+
+def _copy_html(pair: Pair, cid: str, explain: Callable | None, dotplot_svg: Callable | None) -> str:
+    kind = pair.shown_kind
+    score = pair.score
+    attrs = (f'data-kind="{kind}" data-status="{_e(pair.status)}" data-rule="{_e(pair.rule)}" '
+             f'data-host="{_e(host_of(pair.url))}" data-score="{"" if score is None else f"{score:.4f}"}"')
+    title = f'<span class="copy-title">{_e(_cut(pair.title, 140))}</span>' if pair.title else ""
+    head = (f'<summary>{_kind_badge(kind)} {_status_badge(pair.status)} {_link(pair.url)} '
+            f'<span class="score">score {_fmt_score(score)}</span>{title}</summary>')
+    body = _comparison(pair, explain, dotplot_svg)
+    return f'<article class="copy" id="{cid}" {attrs}><details open>{head}<div class="body">{body}</div></details></article>'
+
+
+def _group_html(group: Group, gid: str, explain: Callable | None, dotplot_svg: Callable | None,
+                tick: Callable[[], None]) -> str:
+    page = group.page
+    kinds = Counter(c.shown_kind for c in group.copies)
+    count = ", ".join(f"{n} {k}" for k in KINDS for n in [kinds[k]] if n)
+    if group.url:
+        status = str(((page or {}).get("dedup") or {}).get("status") or "") if page else ""
+        where = f" · from the {_e(group.source)}" if group.source else " · not found in the index or the log"
+        head = (f'<div class="group-head"><span class="badge k-kept">kept</span> '
+                f'<span class="kept">{_link(group.url)}</span>'
+                + (f'<p class="title">{_e(page.get("title") or "")}</p>' if page and page.get("title") else "")
+                + f'<p class="meta">{len(group.copies)} {"copy" if len(group.copies) == 1 else "copies"}: {count}'
+                + (f" · its own verdict {_e(status)}" if status else "") + f"{where}</p></div>")
     else:
-        right = '<div class="col"><h4>The page it copies</h4><p class="meta">not available</p></div>'
-    body.append(f'<div class="cols">{left}{right}</div>')
-    if dotplot:
-        body.append(dotplot)
-    return f'<details class="pair" id="{pid}" open>{"".join(body)}</details>'
+        head = '<div class="group-head"><p class="meta">A copy whose verdict names no kept page</p></div>'
+    parts = [f'<section class="group" id="{gid}">{head}']
+    for n, pair in enumerate(group.copies, 1):
+        parts.append(_copy_html(pair, f"{gid}-{n}", explain, dotplot_svg))
+        tick()
+    parts.append("</section>")
+    return "".join(parts)
 
 
-def _toc(pairs: Sequence[Pair], prefix: str) -> str:
-    rows = []
-    for n, p in enumerate(pairs, 1):
-        state = " (restored)" if p.state == "restored" else ""
-        rows.append(f'<tr><td class="num">{n}</td><td>{_status_badge(p.status)}{_e(state)}</td>'
-                    f'<td><a href="#{prefix}-{n}">{_e(p.url)}</a></td><td>{_e(p.rule)}</td>'
-                    f'<td class="num">{_fmt_score(p.score)}</td></tr>')
-    return ('<table class="toc"><thead><tr><th>#</th><th>status</th><th>page</th><th>rule</th>'
-            f'<th>score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+def _select(name: str, label: str, counts: Counter) -> str:
+    options = "".join(f'<option value="{_e(v)}">{_e(v or "(none)")} ({n})</option>'
+                      for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (f'<label class="field"><span class="lbl">{label}</span><select name="{name}">'
+            f'<option value="">any</option>{options}</select></label>')
+
+
+def _filters(data: ReportData) -> str:
+    pairs = data.pairs
+    kinds = Counter(p.shown_kind for p in pairs)
+    boxes = "".join(f'<label><input type="checkbox" name="kind" value="{k}" checked> {k} '
+                    f'<span class="meta" id="k-{k}">({kinds[k]})</span></label>' for k in KINDS)
+    return ('<form id="filters" class="filters" role="search" aria-label="filter the pages">'
+            f'<fieldset><legend>show</legend>{boxes}</fieldset>'
+            + _select("status", "status", Counter(p.status for p in pairs))
+            + _select("rule", "rule", Counter(p.rule for p in pairs))
+            + _select("host", "host", Counter(host_of(p.url) for p in pairs))
+            + '<div class="field"><span class="lbl">score (containment)</span><span class="range">'
+              '<input type="number" name="min" min="0" max="1" step="0.05" placeholder="0" aria-label="lowest score">'
+              '\u2013<input type="number" name="max" min="0" max="1" step="0.05" placeholder="1" '
+              'aria-label="highest score"></span></div>'
+              '<label class="field q"><span class="lbl">search</span><input type="search" name="q" '
+              'placeholder="words of the URL, title or text"></label>'
+              '<button type="button" id="reset">reset</button></form>')
 
 
 def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup report",
            progress: Callable[[int, int], None] | None = None,
            explainer: tuple[Callable, Callable] | None = None) -> str:
-    """The report's HTML.  ``limit``: pages shown with their texts per section (None: all);
-    the summary always counts everything.  ``explainer``: ``(explain, dotplot_svg)``, by default
-    those of :mod:`dedup.explain`."""
+    """The report's HTML.  ``limit``: pages shown with their texts per section (None: all; the
+    others are counted, grouped and filtered without text).  ``explainer``: ``(explain,
+    dotplot_svg)``, by default those of :mod:`dedup.explain`; ``(None, None)`` leaves the
+    sentence matching out."""
     if explainer is None:
         from .explain import dotplot_svg, explain
     else:
         explain, dotplot_svg = explainer
     counts = data.counts
-    everything = data.dropped + data.flagged
-    status_items = Counter()
-    for p in data.dropped:
-        status_items[f"{p.status} (dropped)" if p.state == "dropped" else f"{p.status} (restored)"] += 1
-    for p in data.flagged:
-        status_items[f"{p.status} (flagged)"] += 1
+    everything = data.pairs
+    groups = data.groups()
+    status_items: Counter[str] = Counter(f"{p.status} ({p.shown_kind})" for p in everything)
     for status, n in data.kept_by_status.items():
         if status not in FLAGGED and status != "restored":  # restored pages are counted from the log
             status_items[f"{status} (kept)"] += n
@@ -447,14 +488,15 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{_asset('report.css')}</style></head><body>",
         f'<header><h1>{_e(title)}</h1><p class="meta">dropped log <code>{_e(data.log_path)}</code> · '
         f'index <code>{_e(data.index_uri)}</code> · generated {generated}</p></header>',
         '<section id="summary"><h2>Summary</h2><div class="cards">',
     ]
-    for key, label in (("dropped", "dropped pages"), ("restored", "restored pages"),
-                       ("flagged", "flagged pages (kept near copies)"), ("kept", "pages in the search index")):
-        value = counts[key] if not (key == "kept" and data.kept is None) else "–"
+    for key, label in (("groups", "groups (kept pages with copies)"), ("dropped", "dropped pages"),
+                       ("restored", "restored pages"), ("flagged", "flagged pages (kept near copies)"),
+                       ("kept", "pages in the search index")):
+        value = counts[key] if not (key == "kept" and data.kept is None) else "\u2013"
         out.append(f'<div class="card"><span class="n" id="n-{key}">{value}</span>'
                    f'<span class="l">{_e(label)}</span></div>')
     out.append("</div>")
@@ -464,31 +506,33 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
         shown = "; ".join(data.log_problems[:10]) + ("; ..." if len(data.log_problems) > 10 else "")
         out.append(f'<p class="note" id="log-note">{len(data.log_problems)} bad lines of the dropped log were '
                    f'skipped: {_e(shown)}</p>')
+    if data.thresholds:
+        out.append('<p class="meta">thresholds: ' + " · ".join(f"{_e(k)} {_e(_num(v))}" for k, v in
+                                                           data.thresholds.items() if v is not None) + "</p>")
     out.append('<div class="charts">' + "".join(f"<figure>{c}</figure>" for c in charts) + "</div></section>")
 
-    total = sum(len(s if limit is None else s[:limit]) for s in (data.dropped, data.flagged))
-    done = 0
-    for key, heading, pairs, empty in (
-            ("dropped", "Dropped pages", data.dropped, "No pages were dropped."),
-            ("flagged", "Flagged pages", data.flagged,
-             data.index_note or "No kept page is flagged as a near copy.")):
-        out.append(f'<section id="{key}"><h2>{heading} ({len(pairs)})</h2>')
-        if not pairs:
-            out.append(f'<p class="note">{_e(empty)}</p></section>')
-            continue
-        shown = pairs if limit is None else pairs[:limit]
-        out.append(_toc(shown, key))
-        if len(shown) < len(pairs):
-            out.append(f'<p class="note">{len(pairs) - len(shown)} more pages are counted above but not '
-                       f'shown (--limit {limit}).</p>')
-        for n, pair in enumerate(shown, 1):
-            out.append(_pair_html(pair, f"{key}-{n}", explain, dotplot_svg))
-            done += 1
+    out.append(f'<section id="groups"><h2>Groups ({len(groups)})</h2>')
+    if not everything:
+        out.append(f'<p class="note">No page was dropped{"" if data.index_note else " or flagged"}.</p>')
+    else:
+        out.append(_filters(data))
+        out.append(f'<p id="shown" aria-live="polite" data-pages="{len(everything)}" data-groups="{len(groups)}">'
+                   f"Showing <b>{len(everything)}</b> of {len(everything)} pages in <b>{len(groups)}</b> of "
+                   f"{len(groups)} groups.</p>")
+        out.append('<p class="note" id="none" hidden>No page matches these filters.</p>')
+        done = [0]
+
+        def tick() -> None:
+            done[0] += 1
             if progress:
-                progress(done, total)
-        out.append("</section>")
-    out.append('<footer><p class="meta">scrapy-dedup report: static HTML, no scripts, no external assets.</p>'
-               "</footer></body></html>")
+                progress(done[0], len(everything))
+
+        for n, group in enumerate(groups, 1):
+            out.append(_group_html(group, f"g{n}", explain, dotplot_svg, tick))
+    out.append("</section>")
+    out.append('<footer><p class="meta">scrapy-dedup report: one static file, its style and script inline, '
+               'nothing loaded from elsewhere; filters keep their state in the address (#...).</p></footer>')
+    out.append(f"<script>{_asset('report.js')}</script></body></html>")
     return "\n".join(out)
 
 

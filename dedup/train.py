@@ -97,7 +97,8 @@ TEXT_SUFFIXES = (".txt", ".text", ".md")
 HTML_SUFFIXES = (".htm", ".html", ".xhtml")
 
 
-def load_corpus(path: str | Path, *, field: str = "text") -> list[str]:
+def load_corpus(path: str | Path, *, field: str = "text",
+                progress: Callable[[int, int], None] | None = None) -> list[str]:
     """The documents of a training corpus, in a stable order (empty ones left out).
 
     * a folder: every ``*.txt``/``*.text``/``*.md`` file below it is one document, and
@@ -107,6 +108,9 @@ def load_corpus(path: str | Path, *, field: str = "text") -> list[str]:
       (a crawl's ``-O items.jsonl`` export works as it is);
     * ``*.json``: a list of such objects, or of strings;
     * any other file: one document per line.
+
+    ``progress(done, total)`` is called after each file of a folder (parsing HTML pages is
+    the slow part: about 20 s for a thousand pages).
     """
     p = Path(path)
     if p.is_dir():
@@ -114,13 +118,15 @@ def load_corpus(path: str | Path, *, field: str = "text") -> list[str]:
         if not files:
             raise ValueError(f"{p} holds no *.txt, *.md or *.htm(l) files")
         docs = []
-        for f in files:
+        for n, f in enumerate(files, 1):
             if f.suffix.lower() in HTML_SUFFIXES:
                 from .page import parse_page  # lazy: it loads trafilatura
 
                 docs.append(parse_page(f.read_bytes(), f.resolve().as_uri()).text)
             else:
                 docs.append(f.read_text(encoding="utf-8", errors="replace"))
+            if progress:
+                progress(n, len(files))
     elif not p.is_file():
         raise FileNotFoundError(f"no such corpus: {p}")
     elif p.suffix.lower() in (".jsonl", ".jl", ".ndjson"):

@@ -40,6 +40,13 @@ def test_cli_evaluate_json_on_a_tiny_folder(tmp_path, capsys):
     assert out["pages"] == 3 and out["precision"] == 1.0 and out["recall"] == 1.0
     assert {"precision", "recall", "f1", "pages", "pages_per_second"} <= set(out)
     assert [r["t2"] for r in out["sweep"]] == [0.2, 0.3, 0.4]
+    # the reference text it used is named; numbers are rounded (180 * (1 - 0.8) is 36.0)
+    from dedup.mrc import DEFAULT_REFERENCE_PATH, default_reference
+
+    assert out["reference"]["id"] == default_reference().id and out["reference"]["file"] == str(DEFAULT_REFERENCE_PATH)
+    assert out["thresholds"]["angle"] == 36.0
+    assert main(["evaluate", str(tmp_path)]) == 0
+    assert f"reference text {default_reference().id} (shipped: {DEFAULT_REFERENCE_PATH}" in capsys.readouterr().out
 
 
 def test_cli_missing_folder_is_a_clear_error(tmp_path, capsys):

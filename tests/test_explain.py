@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from dedup.cli import main  # noqa: E402
 from dedup.explain import Explanation, dotplot_png, dotplot_svg, explain  # noqa: E402
 from dedup.fuzzy import (PairCorrelation, Thresholds, eq, odds_ratio, resemblance,  # noqa: E402
                          sim, similarity_matrices)
-from dedup.hierarchy import build_hierarchy, match_hierarchies  # noqa: E402
+from dedup.hierarchy import build_hierarchy, match_hierarchies, unwrap  # noqa: E402
 from dedup.page import Page, parse_page  # noqa: E402
 from dedup.sentences import (REFINE_VERSION, SentenceTables, cached_extension, char_grams,  # noqa: E402
                              default_tables, least_frequent_grams, refine)
@@ -245,12 +246,38 @@ def test_hierarchy_of_a_text_record_infers_headings():
     tree = build_hierarchy(record("u", text))
     assert [n.kind for n in tree.nodes] == ["document", "heading", "block", "heading", "block", "item"]
     assert tree.nodes[3].parent == 1 and tree.nodes[4].parent == 3
-    assert build_hierarchy(Page(url="u", sentences=["One.", "Two."])).nodes[1].sentences == [0, 1]
+    assert build_hierarchy(Page(url="u", sentences=["One.", "Two."]), min_words=0).nodes[1].sentences == [0, 1]
+    # "Critics object." is a sentence of two words: boilerplate-sized, left out by default
+    assert "Critics object." not in tree.sentences and "The village has no shop." in tree.sentences
+    assert "Critics object." in build_hierarchy(record("u", text), min_words=0).sentences
+
+
+def test_hierarchy_joins_hard_wrapped_lines_and_leaves_out_boilerplate():
+    wrapped = ("Surgery To Stunt Girl's Growth Challenges Ethics\n(AP)\n"
+               "CHICAGO In a case fraught with ethical questions, the parents of\n"
+               "a severely disabled child have stunted her growth.\nThe\nbedridden girl had surgery at a\n"
+               "Seattle hospital, said Dr. Joel Frader of Chicago's\nChildren's Memorial Hospital.\n"
+               "(Story continues below)\nAdvertisement\nSome ethicists question the parents' claim.")
+    page = Page(url="u", text=wrapped, headings=[(1, "Surgery To Stunt Girl's Growth Challenges Ethics")])
+    tree = build_hierarchy(page)
+    assert tree.sentences == [
+        "Surgery To Stunt Girl's Growth Challenges Ethics",
+        "CHICAGO In a case fraught with ethical questions, the parents of a severely disabled child have "
+        "stunted her growth.",
+        "The bedridden girl had surgery at a Seattle hospital, said Dr. Joel Frader of Chicago's Children's "
+        "Memorial Hospital.",
+        "Some ethicists question the parents' claim."]
+    assert [n.kind for n in tree.nodes] == ["document", "heading", "block", "block", "block"]
+    # a heading is never joined, and a line ending a sentence is not joined to the next
+    assert unwrap(["A heading", "continues in lower case"], ["A heading"]) == ["A heading", "continues in lower case"]
+    assert unwrap(["Ends here.", "next one"]) == ["Ends here.", "next one"]
+    assert unwrap(["It was wrapped before the", "Name"]) == ["It was wrapped before the Name"]
+    assert unwrap(["Title here", "One."]) == ["Title here", "One."]  # short: may be a heading
 
 
 def test_match_hierarchies_gives_node_shares_sections_and_edges():
-    a = build_hierarchy(record("a", "Title here\nOne. Two. Three.\nSub part\nFour."))
-    b = build_hierarchy(record("b", "Other title\nFour. One."))
+    a = build_hierarchy(record("a", "Title here\nOne. Two. Three.\nSub part\nFour."), min_words=0)
+    b = build_hierarchy(record("b", "Other title\nFour. One."), min_words=0)
     # a: 0 "Title here" (heading), 1-3 block, 4 "Sub part" (heading), 5 block; b: 0 heading, 1-2 block
     edges = match_hierarchies(a, b, [(1, 2, 1.0), (5, 1, 1.0), (5, 2, 0.9)])
     block = a.nodes[2]
@@ -397,6 +424,44 @@ def test_cli_explain_urls_from_the_index_and_the_dropped_log(tmp_path, capsys):
     assert "shipped tables only (--no-corpus)" in capsys.readouterr().out
 
 
+def test_cli_explain_finds_the_log_as_the_other_commands_do(tmp_path, capsys, monkeypatch):
+    """--log, else $DEDUP_DROPPED_LOG, else dropped.jsonl beside the index (one helper for all)."""
+    original, mirror = site_page("articles/library-roof.html"), site_page("mirror/library-roof.html")
+    uri = _index(tmp_path, [{"url": original.url, "title": original.title, "text": original.text}])
+    log = tmp_path / "elsewhere" / "my-log.jsonl"
+    log.parent.mkdir()
+    log.write_text(json.dumps({"url": mirror.url, "verdict": {"status": "exact_duplicate",
+                                                              "duplicate_of": original.url},
+                               "item": {"url": mirror.url, "title": mirror.title, "text": mirror.text}}) + "\n",
+                   encoding="utf-8")
+    monkeypatch.delenv("DEDUP_INDEX", raising=False)
+    monkeypatch.delenv("DEDUP_DROPPED_LOG", raising=False)
+    assert main(["explain", mirror.url, "--index", uri, "--no-corpus"]) == 2  # not beside the index
+    assert "not found" in capsys.readouterr().err
+    monkeypatch.setenv("DEDUP_DROPPED_LOG", str(log))
+    monkeypatch.setenv("DEDUP_INDEX", uri)
+    assert main(["explain", mirror.url, "--no-corpus", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["sources"]["a"] == f"dropped log {log}" and d["sources"]["b"] == f"index {uri}"
+    monkeypatch.setenv("DEDUP_DROPPED_LOG", str(tmp_path / "missing.jsonl"))  # named, so missing is an error
+    assert main(["explain", mirror.url, "--no-corpus"]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_cli_explain_dotplot_format_follows_the_extension(tmp_path, capsys):
+    a, b = SITE / "articles/ferry-timetable.html", SITE / "partner/ferry-timetable.html"
+    common = [str(a), str(b), "--index", f"local://{tmp_path / 'none'}", "--no-corpus"]
+    assert main(["explain", *common, "--dotplot", str(tmp_path / "p.PNG")]) == 0
+    assert (tmp_path / "p.PNG").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["explain", *common, "--dotplot", str(tmp_path / "p.svg")]) == 0
+    assert lxml.etree.fromstring((tmp_path / "p.svg").read_bytes()).tag == f"{SVG}svg"
+    capsys.readouterr()
+    for name in ("p.jpg", "plot"):
+        assert main(["explain", *common, "--dotplot", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert "--dotplot" in err and ".svg, .png" in err and not (tmp_path / name).exists()
+
+
 def test_cli_explain_unknown_page_is_a_clear_error(tmp_path, capsys):
     uri = _index(tmp_path, [{"url": "http://site.test/a", "title": "A", "text": "Some text."}])
     assert main(["explain", "http://site.test/a", "http://site.test/missing", "--index", uri]) == 2
@@ -439,3 +504,25 @@ def test_sentence_eq_precision_recall_floor():
     assert fuzzy["precision"] >= 0.95 and fuzzy["recall"] >= 0.53 and fuzzy["f"] >= 0.69
     grams = report["methods"]["4gram"]["all"]
     assert grams["recall"] <= fuzzy["recall"]   # the seed's finding: 4-grams miss edited sentences
+
+
+# -- real pages: two copies of one Gold Set story (evaluation-only data, not shipped) -------------------
+GOLDSET = Path(os.environ.get("DEDUP_GOLDSET") or ROOT.parents[1] / "shared" / "data" / "goldset-dev")
+
+
+@pytest.mark.goldset
+@pytest.mark.skipif(not GOLDSET.is_dir(), reason=f"Gold Set not found at {GOLDSET} (evaluation-only data)")
+def test_explain_two_gold_set_copies_of_one_story_score_as_copies():
+    def gold(rel: str) -> Page:
+        path = GOLDSET / rel
+        return parse_page(path.read_bytes(), path.as_uri())
+
+    # s42 is hard-wrapped (one sentence over four lines) and carries a dateline and "(AP)";
+    # before unwrap and the boilerplate rule it scored 2/93 and 2/37
+    copy, original = gold("Surgery/s42.htm"), gold("Surgery/original.htm")
+    e = explain(copy, original)
+    assert e.resemblance_ab >= 0.7 and e.resemblance_ba >= 0.7, (e.matched_a, len(e.sentences_a))
+    assert len(e.sentences_a) <= 40 < len(copy.sentences)  # 93 lines were sentences before
+    assert not any(s in ("(AP)", "(Story continues below)") for s in e.sentences_a + e.sentences_b)
+    other = explain(copy, gold("Vaccine/original.htm"))
+    assert max(other.resemblance_ab, other.resemblance_ba) < 0.1

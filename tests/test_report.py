@@ -1,15 +1,12 @@
 """``dedup report``: the static HTML report of a real crawl of the sample site, checked as HTML
-and as rendered by headless Chromium (Debian package ``chromium``)."""
+and as rendered by headless Chromium (Debian package ``chromium``) at desktop and phone widths,
+its filters driven through the DevTools protocol (tests/browser.py)."""
 from __future__ import annotations
 
-import base64
 import json
-import os
 import re
 import shutil
-import signal
 import struct
-import subprocess
 import zlib
 from collections import Counter
 from html.parser import HTMLParser
@@ -18,12 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from browser import Browser, chromium_path
 from dedup import droplog
 from dedup.cli import main
-from index import open_search
+from dedup.worddiff import diff_rows, tokens
 
 CRAWL = pytest.mark.crawl
 FLAGGED = ("near_duplicate", "duplicate")
+ASSETS = Path(__file__).resolve().parents[1] / "dedup" / "data"
 
 
 @pytest.fixture(autouse=True)
@@ -41,28 +40,29 @@ def crawled(site_url, crawl, tmp_path_factory):
     return result
 
 
-def report(capsys, log: Path, out: Path, *extra: str) -> tuple[str, str, str]:
+def report(capsys, log: Path | None, out: Path, *extra: str) -> tuple[str, str, str]:
     """``dedup report`` in this process: ``(html, stdout, stderr)``; asserts exit code 0."""
     capsys.readouterr()
-    code = main(["report", str(log), "-o", str(out), *map(str, extra)])
+    code = main(["report", *([str(log)] if log else []), "-o", str(out), *map(str, extra)])
     stdout, stderr = capsys.readouterr()
     assert code == 0, stderr
     return out.read_text(encoding="utf-8"), stdout, stderr
 
 
 class Page(HTMLParser):
-    """Ids, tags with attributes, the text of ``#n-*`` cards, and ``<mark>`` texts per pair."""
+    """Tags with attributes, the text of the ``#n-*`` cards, and per copy (``article.copy``): its
+    attributes, classes of the elements inside it, and its text."""
 
     def __init__(self, html: str) -> None:
         super().__init__()
         self.ids: list[str] = []
         self.tags: list[tuple[str, dict]] = []
         self.numbers: dict[str, str] = {}
-        self.marks: dict[str, list[str]] = {}
-        self.mark_ids: dict[str, list[tuple[str, str]]] = {}  # pair -> (mark id, the id it links to)
-        self._pair: str | None = None
+        self.copies: list[dict] = []
+        self.groups: list[dict] = []
         self._number: str | None = None
-        self._mark: list[str] | None = None
+        self._copy: dict | None = None
+        self._depth = 0
         self.feed(html)
 
     def handle_starttag(self, tag, attrs):
@@ -72,91 +72,137 @@ class Page(HTMLParser):
             self.ids.append(attrs["id"])
             if attrs["id"].startswith("n-"):
                 self._number = attrs["id"][2:]
-        if tag == "details":
-            self._pair = attrs["id"]
-            self.marks[self._pair] = []
-            self.mark_ids[self._pair] = []
-        if tag == "mark":
-            self._mark = []
-            self.mark_ids[self._pair].append((attrs["id"], ""))
-        if tag == "a" and self._mark is not None:
-            self.mark_ids[self._pair][-1] = (self.mark_ids[self._pair][-1][0], attrs["href"])
+        if tag == "section" and "group" in (attrs.get("class") or "").split():
+            self.groups.append({"id": attrs["id"], "copies": []})
+        if tag == "article" and attrs.get("class") == "copy":
+            self._copy = {"attrs": attrs, "classes": Counter(), "tags": Counter(), "text": []}
+            self.copies.append(self._copy)
+            self.groups[-1]["copies"].append(self._copy)
+            self._depth = 0
+        elif self._copy is not None:
+            if tag == "a" and "url" not in self._copy:
+                self._copy["url"] = attrs["href"]  # the first link of a copy is its own URL
+            self._depth += tag not in ("br", "img", "input")
+            self._copy["tags"][tag] += 1
+            for c in (attrs.get("class") or "").split():
+                self._copy["classes"][c] += 1
 
     def handle_endtag(self, tag):
-        if tag == "mark" and self._mark is not None:
-            self.marks[self._pair].append("".join(self._mark))
-            self._mark = None
         if tag == "span":
             self._number = None
+        if self._copy is not None:
+            if tag == "article" and self._depth == 0:
+                self._copy["text"] = "".join(self._copy["text"])
+                self._copy = None
+            else:
+                self._depth -= 1
 
     def handle_data(self, data):
         if self._number:
             self.numbers[self._number] = self.numbers.get(self._number, "") + data
-        if self._mark is not None:
-            self._mark.append(data)
+        if self._copy is not None:
+            self._copy["text"].append(data)
 
     def all(self, tag: str, **attrs) -> list[dict]:
         return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in attrs.items())]
+
+    def kinds(self) -> Counter:
+        return Counter(c["attrs"]["data-kind"] for c in self.copies)
 
 
 def flagged(crawl) -> list[dict]:
     return [i for i in crawl.items if i["dedup"]["status"] in FLAGGED]
 
 
+# -- the word-level difference --------------------------------------------------------------------
+def test_word_diff_collapses_identical_runs_and_marks_changes():
+    shared = " ".join(f"w{i}" for i in range(416))
+    kept = f"{shared}\nThe mayor said on Monday the bridge would open.\nclosing words here"
+    copy = f"{shared}\nThe mayor said on Tuesday that the bridge would open soon.\nclosing words here"
+    d = diff_rows(kept, copy)
+    assert [r.kind for r in d.rows] == ["same", "change", "same"]
+    assert "\u2026 412 identical words \u2026" in d.rows[0].left  # 420 the same, the 8 before the change shown
+    assert d.rows[0].left.split("</details>")[1] == " w412 w413 w414 w415<br>The mayor said on"
+    change = d.rows[1]
+    assert change.left == "<del>Monday</del> the bridge would <del>open.</del>"  # a 3-word run stays inside
+    assert change.right == "<ins>Tuesday that</ins> the bridge would <ins>open soon.</ins>"
+    assert d.rows[2].left == "closing words here"  # no line break at either end of a row
+    assert (d.same_words, d.kept_words, d.copy_words) == (426, 428, 430)
+
+
+def test_word_diff_escapes_and_counts():
+    d = diff_rows("a <b> & c", "a <b> & d")
+    assert d.rows[0].left == "a &lt;b&gt; &amp;" and d.rows[1].right == "<ins>d</ins>"
+    assert tokens("one two\n\n  three\n") == ["one", "two", "\n", "three"]
+    assert not diff_rows("same words", "same  words").changed
+
+
+# -- the HTML ---------------------------------------------------------------------------------------
 @CRAWL
-def test_report_summary_pairs_and_self_containment(crawled, capsys, tmp_path):
+def test_report_groups_copies_under_their_kept_page(crawled, capsys, tmp_path):
     uri = f"local://{crawled.index}"
     html, out, err = report(capsys, crawled.dropped_log, tmp_path / "r" / "report.html", "--index", uri)
     assert not err
     page = Page(html)
     dropped, near = crawled.dropped, flagged(crawled)
-    assert page.numbers == {"dropped": str(len(dropped)), "restored": "0", "flagged": str(len(near)),
-                            "kept": str(len(crawled.items))}
-    assert f"{len(dropped)} dropped, 0 restored, {len(near)} flagged, {len(crawled.items)} in the search index" in out
+    kept_pages = {d["verdict"]["duplicate_of"] for d in dropped} | {i["dedup"]["duplicate_of"] for i in near}
+    assert page.numbers == {"groups": str(len(kept_pages)), "dropped": str(len(dropped)), "restored": "0",
+                            "flagged": str(len(near)), "kept": str(len(crawled.items))}
+    assert (f"{len(kept_pages)} groups, {len(dropped)} dropped, 0 restored, {len(near)} flagged, "
+            f"{len(crawled.items)} in the search index") in out
     assert len(page.ids) == len(set(page.ids)), [i for i, n in Counter(page.ids).items() if n > 1]
-    # one pair per dropped and per flagged page, in log / index order, each with highlighted sentences
-    pairs = page.all("details")
-    assert [p["id"] for p in pairs] == [f"dropped-{n}" for n in range(1, len(dropped) + 1)] + \
-        [f"flagged-{n}" for n in range(1, len(near) + 1)]
-    for n, d in enumerate(dropped, 1):
-        assert f'href="{d["url"]}"'.replace("&", "&amp;") in html
-        marks = page.marks[f"dropped-{n}"]
-        assert marks and all(m.strip() for m in marks)
-        # an exact copy: every sentence is highlighted on both sides
-        assert set(marks) >= {line.strip() for line in d["item"]["text"].splitlines()[:1]}
-    for n, item in enumerate(near, 1):
-        pid = f"flagged-{n}"
-        marks = dict(zip((i for i, _ in page.mark_ids[pid]), page.marks[pid]))
-        this = [t for i, t in marks.items() if i.startswith(f"{pid}-a")]
-        other = [t for i, t in marks.items() if i.startswith(f"{pid}-b")]
-        assert this and other and all(t in item["text"] for t in this)
-        with open_search(uri, readonly=True) as search:
-            original = search.get(item["dedup"]["duplicate_of"])
-        assert all(t in original["text"] for t in other)
-        # each highlighted sentence links to the sentence it matches on the other side
-        for mark_id, href in page.mark_ids[pid]:
-            side = "b" if mark_id.startswith(f"{pid}-a") else "a"
-            assert href.startswith(f"#{pid}-{side}") and href[1:] in page.ids
-    # self-contained: inline CSS, inline SVG charts, dotplots as data: URIs, no scripts or links
-    assert "<script" not in html.lower() and "<link" not in html.lower() and "@import" not in html
-    assert not re.search(r"url\(", html)
-    assert len(page.all("style")) == 1
+    # the cards count what the list holds
+    assert page.kinds() == Counter({"dropped": len(dropped), "flagged": len(near)})
+    assert len(page.groups) == len(kept_pages)
+    copies_of = {}
+    for g in page.groups:
+        head = html.split(f'id="{g["id"]}"', 1)[1].split("<article", 1)[0]
+        kept = re.search(r'class="kept"><a href="([^"]+)"', head).group(1).replace("&amp;", "&")
+        copies_of[kept] = g["copies"]
+    assert set(copies_of) == kept_pages
+    for d in dropped:  # exact copies: one text and a note, no difference table
+        (copy,) = [c for c in copies_of[d["verdict"]["duplicate_of"]] if c["url"] == d["url"]]
+        assert copy["attrs"]["data-kind"] == "dropped"
+        assert copy["attrs"]["data-status"] == "exact_duplicate" and copy["attrs"]["data-score"] == "1.0000"
+        assert "Exact copy: the same" in copy["text"] and not copy["classes"]["diff"]
+        assert copy["classes"]["text"] == 1
+    for item in near:  # near copies: a word-level difference in one scroll box
+        (copy,) = [c for c in copies_of[item["dedup"]["duplicate_of"]] if c["url"] == item["url"]]
+        assert copy["attrs"]["data-kind"] == "flagged" and copy["classes"]["diff"] == 1
+        assert copy["tags"]["ins"] + copy["tags"]["del"] > 0 and copy["classes"]["same"] > 0
+        assert copy["classes"]["l"] == copy["classes"]["r"] > 0    # aligned rows: a left and a right cell each
+        assert "identical words" in copy["text"]
+        assert copy["tags"]["img"] == 1                              # the sentence dotplot
+    # one static file: its own style and script inline, nothing loaded from elsewhere
+    assert len(page.all("style")) == 1 and len(page.all("script")) == 1 and not page.all("link")
+    assert html.count("<script>") == 1 and ASSETS.joinpath("report.js").read_text() in html
+    assert not re.search(r"url\(|@import|https?://(?!127\.0\.0\.1)", html.split("<body>", 1)[0])
+    assert all(a["src"].startswith("data:") for a in page.all("img"))
+    assert all(not a.get("src") for t, a in page.tags if t != "img")
+    assert all(re.match(r"http://127\.0\.0\.1|#", a["href"]) for a in page.all("a"))
+    # the filters offer what the pages hold
+    assert {a["value"] for a in page.all("option")} >= {"", "exact_duplicate", "content_hash"}
+    assert [a["value"] for a in page.all("input", name="kind")] == ["dropped", "restored", "flagged"]
+    # the charts count what the summary says
     charts = [a for t, a in page.tags if t == "svg" and a.get("class") == "chart"]
     assert len(charts) == 4
-    images = page.all("img")
-    assert len(images) == len(pairs)
-    for img in images:
-        assert img["src"].startswith("data:image/svg+xml;base64,")
-        svg = base64.b64decode(img["src"].split(",", 1)[1]).decode("utf-8")
-        assert "<svg" in svg and "</svg>" in svg
-    srcs = [a.get("src") or a.get("href") for _, a in page.tags if a.get("src")]
-    assert all(s.startswith("data:") for s in srcs)
-    assert all(re.match(r"http://|#(dropped|flagged)-", a["href"]) for a in page.all("a"))
-    # the charts count what the summary says
     assert f"<title>exact_duplicate (dropped): {len(dropped)}</title>" in html
     for status, n in Counter(i["dedup"]["status"] for i in near).items():
         assert f"<title>{status} (flagged): {n}</title>" in html
     assert f"Containment scores ({len(dropped) + len(near)} pages)" in html
+
+
+@CRAWL
+def test_report_finds_the_log_beside_the_index(crawled, capsys, tmp_path, monkeypatch):
+    """LOG is optional: --log, $DEDUP_DROPPED_LOG, else beside --index, as in every command."""
+    shutil.copytree(crawled.index, tmp_path / "index")
+    shutil.copy(crawled.dropped_log, tmp_path / "index" / "dropped.jsonl")
+    html, out, _ = report(capsys, None, tmp_path / "a.html", "--index", f"local://{tmp_path / 'index'}")
+    assert f"{len(crawled.dropped)} dropped" in out and str(tmp_path / "index" / "dropped.jsonl") in html
+    monkeypatch.setenv("DEDUP_DROPPED_LOG", str(crawled.dropped_log))
+    monkeypatch.setenv("DEDUP_INDEX", f"local://{tmp_path / 'index'}")
+    html, out, _ = report(capsys, None, tmp_path / "b.html")
+    assert f"{len(crawled.dropped)} dropped" in out and f"<code>{crawled.dropped_log}</code>" in html
 
 
 @CRAWL
@@ -168,13 +214,16 @@ def test_report_without_an_index_notes_it(crawled, capsys, tmp_path):
     assert page.numbers["kept"] == "\u2013"
     assert "index-note" in page.ids and "flagged pages are not included" in html
     assert "No search index at" in err
-    assert len(page.all("details")) == len(crawled.dropped) and not page.all("img")
-    assert html.count("not available") == len(crawled.dropped)
+    assert page.kinds() == Counter({"dropped": len(crawled.dropped)}) and not page.all("img")
+    # the kept pages are not dropped, so only the log's own pages have texts: each copy says so
+    assert all("neither the search index nor the dropped log" in c["text"] for c in page.copies)
     assert not missing.exists()
 
 
 @CRAWL
-def test_report_counts_restored_pages_limits_and_bad_lines(crawled, capsys, tmp_path):
+def test_report_counts_restored_pages_as_the_list_shows_them(crawled, capsys, tmp_path):
+    """Issue 18: the summary said 9 dropped while the list held 10: the list counted a restored
+    page as dropped. Cards, filters and groups now count the same pages the same way."""
     shutil.copytree(crawled.index, tmp_path / "index")
     log = tmp_path / "dropped.jsonl"
     log.write_bytes(crawled.dropped_log.read_bytes() + b"{broken\n")
@@ -186,11 +235,16 @@ def test_report_counts_restored_pages_limits_and_bad_lines(crawled, capsys, tmp_
     page = Page(html)
     n = len(crawled.dropped)
     assert page.numbers["dropped"] == str(n - 1) and page.numbers["restored"] == "1"
+    assert page.kinds()["dropped"] == n - 1 and page.kinds()["restored"] == 1
+    assert f"({n - 1})" in html.split('value="dropped"', 1)[1][:80]      # the filter's count agrees
     assert page.numbers["kept"] == str(len(crawled.items) + 1)
-    assert len([p for p in page.all("details") if p["id"].startswith("dropped-")]) == 2
-    assert f"{n - 2} more pages are counted above but not shown (--limit 2)" in html
+    (back,) = [c for c in page.copies if c["attrs"]["data-kind"] == "restored"]
+    assert back["url"] == restored
+    # --limit 2: every page is listed and counted, the first two of the log with their texts
+    dropped_copies = [c for c in page.copies if c["attrs"]["data-kind"] != "flagged"]
+    assert len(dropped_copies) == n
+    assert sum("past --limit" in c["text"] for c in dropped_copies) == n - 2
     assert "<title>exact_duplicate (restored): 1</title>" in html
-    assert "s-restored" in html  # the restored badge on its pair
     assert f"line {n + 1}: not JSON" in html and "1 bad lines" in err
     # flagged pages come from the index, where the restored page is not "flagged"
     assert page.numbers["flagged"] == str(len(flagged(crawled)))
@@ -206,66 +260,126 @@ def test_report_escapes_log_text_and_links_only_http(tmp_path, capsys):
     code = main(["report", str(log), "-o", str(tmp_path / "r.html"), "--index", f"local://{tmp_path / 'none'}"])
     assert code == 0
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
-    assert "<script" not in html and "&lt;script&gt;alert(2)&lt;/script&gt;" in html
+    assert html.count("<script") == 1 and "&lt;script&gt;alert(2)&lt;/script&gt;" in html
     assert 'href="javascript' not in html and "<code>javascript:alert(1)</code>" in html
     assert 'href="http://a.example/?a=1&amp;b=&lt;2&gt;"' in html and "a &lt; b &amp; c" in html
+    assert 'data-host=""' in html  # a URL without a host
 
 
-# -- headless Chromium ----------------------------------------------------------------------------
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--hide-scrollbars"]
+# -- headless Chromium --------------------------------------------------------------------------------
+def colour_count(pixels: np.ndarray, rgb: tuple[int, int, int], tolerance: int = 6) -> int:
+    return int((np.abs(pixels[..., :3].astype(np.int16) - np.array(rgb)) <= tolerance).all(-1).sum())
 
-# Added to a copy of the report (the report itself has no scripts): after load, write what the
-# browser rendered into the DOM, where --dump-dom prints it.
-PROBE = """<script>
-window.addEventListener("load", function () {
+
+VISIBLE = """(function () {
+  var c = Array.prototype.filter.call(document.querySelectorAll("article.copy"), function (a) {
+    return a.offsetParent !== null; });
+  return {pages: c.length, kinds: c.map(function (a) { return a.dataset.kind; }),
+          statuses: c.map(function (a) { return a.dataset.status; }),
+          groups: Array.prototype.filter.call(document.querySelectorAll("section.group"), function (g) {
+            return !g.hidden; }).length,
+          shown: document.getElementById("shown").textContent, hash: location.hash,
+          none: !document.getElementById("none").hidden};
+})()"""
+
+LAYOUT = """(function () {
+  var rows = [];
+  Array.prototype.forEach.call(document.querySelectorAll(".diff .l"), function (l) {
+    var r = l.nextElementSibling;
+    rows.push([Math.round(l.getBoundingClientRect().top), Math.round(r.getBoundingClientRect().top)]);
+  });
+  var diff = document.querySelector(".diff");
   var imgs = Array.prototype.slice.call(document.querySelectorAll("img.dotplot"));
-  var marks = document.querySelectorAll("mark");
-  var cards = {};
-  ["dropped", "restored", "flagged", "kept"].forEach(function (k) {
-    cards[k] = document.getElementById("n-" + k).textContent; });
-  var charts = Array.prototype.slice.call(document.querySelectorAll("svg.chart"));
-  var out = {
-    cards: cards,
-    images: imgs.length,
-    loaded: imgs.filter(function (i) { return i.complete && i.naturalWidth > 0 && i.naturalHeight > 0; }).length,
-    shown: imgs.filter(function (i) { return i.getBoundingClientRect().width > 100; }).length,
-    marks: marks.length,
-    mark: marks.length ? marks[0].textContent : null,
-    markColor: marks.length ? getComputedStyle(marks[0]).backgroundColor : null,
-    markShown: marks.length ? marks[0].getBoundingClientRect().height > 0 : false,
-    charts: charts.map(function (c) { return Math.round(c.getBoundingClientRect().width); })
-  };
-  var pre = document.createElement("pre");
-  pre.id = "probe";
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-});
-</script>"""
+  return {width: innerWidth, scroll: document.documentElement.scrollWidth, rows: rows,
+          diffScrolls: diff ? getComputedStyle(diff).overflowY : null,
+          diffColumns: diff ? getComputedStyle(diff).gridTemplateColumns.split(" ").length : 0,
+          loaded: imgs.filter(function (i) { return i.naturalWidth > 0; }).length, images: imgs.length,
+          wide: Array.prototype.filter.call(document.querySelectorAll("body *"), function (e) {
+            return e.getBoundingClientRect().right > innerWidth + 1 && e.offsetParent !== null &&
+                   !e.closest(".diff, .text"); }).map(function (e) { return e.tagName + "." + e.className; })};
+})()"""
 
 
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("headless Chromium is not installed (Debian package 'chromium'): the rendering test needs it")
+@pytest.fixture(scope="module")
+def browser():
+    if chromium_path() is None:
+        pytest.skip("headless Chromium is not installed (Debian package 'chromium'): the rendering tests need it")
+    with Browser() as b:
+        yield b
 
 
-def run_browser(*args: str, profile: Path, timeout: float = 120) -> str:
-    """Start the browser in its own process group, return its stdout; killed by PID in any case."""
-    proc = subprocess.Popen([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        assert proc.returncode == 0, err[-2000:]
-        return out
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)  # the group we created for this browser (pid == pgid)
-            proc.wait()
+@pytest.fixture(scope="module")
+def rendered(crawled, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rendered") / "report.html"
+    assert main(["report", str(crawled.dropped_log), "-o", str(out), "--index", f"local://{crawled.index}"]) == 0
+    return out
+
+
+@CRAWL
+@pytest.mark.parametrize("width, height", [(1280, 1000), (400, 860)])
+def test_report_lays_out_at_desktop_and_phone_widths(crawled, rendered, browser, tmp_path, width, height):
+    browser.open(rendered.as_uri(), width=width, height=height, mobile=width < 500)
+    layout = browser.eval(LAYOUT)
+    assert layout["width"] == width
+    assert layout["scroll"] <= width and not layout["wide"], layout  # no horizontal overflow
+    assert layout["images"] == len(flagged(crawled)) and layout["loaded"] == layout["images"]
+    assert layout["diffScrolls"] == "auto"  # both sides in one scroll box: they scroll together
+    if width > 640:
+        assert layout["diffColumns"] == 2 and layout["rows"]
+        assert all(left == right for left, right in layout["rows"]), layout["rows"]  # aligned side by side
+    else:
+        assert layout["diffColumns"] == 1  # stacked on a phone
+    shot = browser.screenshot(tmp_path / f"report-{width}.png")
+    pixels = png_pixels(shot)
+    assert pixels.shape[:2] == (height, width)
+    full = png_pixels(browser.screenshot(tmp_path / f"report-{width}-full.png", full_page=True))
+    assert full.shape[1] == width
+    assert colour_count(full, (0xC0, 0x39, 0x2B)) > 300  # exact_duplicate bar and badges
+    assert colour_count(full, (0x4C, 0x78, 0xA8)) > 300  # rule/host bars and histogram
+    assert colour_count(full, (0xD6, 0xF5, 0xDC)) > 300  # <ins> background of the word difference
+    assert colour_count(full, (0xFF, 0xE1, 0xDE)) > 300  # <del> background
+
+
+@CRAWL
+def test_report_filters_change_what_is_shown(crawled, rendered, browser):
+    dropped, near = crawled.dropped, flagged(crawled)
+    total = len(dropped) + len(near)
+    browser.open(rendered.as_uri(), width=1280, height=900)
+    seen = browser.eval(VISIBLE)
+    assert seen["pages"] == total and f"Showing {total} of {total} pages" in seen["shown"]
+    # a filter set in the address (a shared link)
+    browser.open(rendered.as_uri() + "#kind=flagged", width=1280, height=900)
+    seen = browser.eval(VISIBLE)
+    assert seen["kinds"] == ["flagged"] * len(near)
+    assert seen["groups"] == len({i["dedup"]["duplicate_of"] for i in near})
+    assert browser.eval('document.querySelector("input[value=dropped]").checked') is False
+    # driven through the form: status, then a score range, then words; the address follows
+    browser.eval('document.getElementById("reset").click()')
+    assert browser.eval(VISIBLE)["pages"] == total and browser.eval("location.hash") == ""
+    browser.eval("""(function () { var s = document.querySelector("select[name=status]");
+        s.value = "exact_duplicate"; s.dispatchEvent(new Event("change", {bubbles: true})); })()""")
+    seen = browser.eval(VISIBLE)
+    assert set(seen["statuses"]) == {"exact_duplicate"} and seen["pages"] == len(dropped)
+    assert seen["hash"] == "#status=exact_duplicate"
+    browser.eval("""(function () { var i = document.querySelector("input[name=max]");
+        i.value = "0.99"; i.dispatchEvent(new Event("input", {bubbles: true})); })()""")
+    seen = browser.eval(VISIBLE)
+    assert seen["pages"] == 0 and seen["none"] and "Showing 0 of" in seen["shown"]  # content_hash scores 1.0
+    browser.eval('document.getElementById("reset").click()')
+    printed = [d for d in dropped if "/print/" in d["url"]]
+    browser.eval("""(function () { var i = document.querySelector("input[name=q]");
+        i.value = "PRINT version"; i.dispatchEvent(new Event("input", {bubbles: true})); })()""")
+    seen = browser.eval(VISIBLE)
+    assert 0 < seen["pages"] <= len(printed) + len(near) and seen["hash"] == "#q=PRINT+version"
+    # the browser's back/forward (a hash change) applies the filter too
+    browser.eval("""new Promise(function (done) {  // resolved after the report's own hashchange handler
+        window.addEventListener("hashchange", function () { setTimeout(done, 0); }, {once: true});
+        location.hash = "kind=dropped&rule=content_hash"; })""")
+    seen = browser.eval(VISIBLE)
+    assert seen["kinds"] == ["dropped"] * len(dropped)
+    assert browser.eval('document.querySelector("select[name=rule]").value') == "content_hash"
+
+
 
 
 def png_pixels(path: Path) -> np.ndarray:
@@ -312,39 +426,3 @@ def png_pixels(path: Path) -> np.ndarray:
     return out.reshape(height, width, ch)
 
 
-def colour_count(pixels: np.ndarray, rgb: tuple[int, int, int], tolerance: int = 6) -> int:
-    return int((np.abs(pixels[..., :3].astype(np.int16) - np.array(rgb)) <= tolerance).all(-1).sum())
-
-
-@CRAWL
-def test_report_renders_in_headless_chromium(crawled, capsys, tmp_path):
-    chromium()  # skips when absent, before any work
-    html, _, _ = report(capsys, crawled.dropped_log, tmp_path / "report.html", "--index", f"local://{crawled.index}")
-    probed = tmp_path / "probed.html"
-    probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    dom = run_browser("--window-size=1280,2000", "--dump-dom", probed.as_uri(), profile=tmp_path / "profile1")
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
-    assert found, dom[-2000:]
-    probe = json.loads(found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
-                       .replace("&amp;", "&"))
-    dropped, near = crawled.dropped, flagged(crawled)
-    assert probe["cards"] == {"dropped": str(len(dropped)), "restored": "0", "flagged": str(len(near)),
-                              "kept": str(len(crawled.items))}
-    # every dotplot image decoded (an SVG that fails to parse has naturalWidth 0) and is laid out
-    assert probe["images"] == len(dropped) + len(near)
-    assert probe["loaded"] == probe["images"] and probe["shown"] == probe["images"]
-    # highlighted sentences: the first is the first line of the first dropped page, painted yellow
-    assert probe["marks"] > len(dropped) + len(near)
-    assert probe["mark"] == dropped[0]["item"]["text"].splitlines()[0].strip()
-    assert probe["markColor"] == "rgb(255, 224, 102)" and probe["markShown"]
-    assert len(probe["charts"]) == 4 and min(probe["charts"]) >= 400
-
-    # and pixels: a screenshot of the unmodified report shows the highlight and the chart bars
-    shot = tmp_path / "report.png"
-    run_browser("--window-size=1280,1800", f"--screenshot={shot}", (tmp_path / "report.html").as_uri(),
-                profile=tmp_path / "profile2")
-    pixels = png_pixels(shot)
-    assert pixels.shape[:2] == (1800, 1280)
-    assert colour_count(pixels, (0xFF, 0xE0, 0x66)) > 5000  # <mark> background
-    assert colour_count(pixels, (0xC0, 0x39, 0x2B)) > 500  # exact_duplicate bar and badges
-    assert colour_count(pixels, (0x4C, 0x78, 0xA8)) > 500  # rule/host bars and histogram

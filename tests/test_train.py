@@ -246,6 +246,21 @@ def test_cli_trains_on_a_tiny_corpus(tmp_path, capsys):
     assert summary["generations"] == 2 and summary["seconds_per_generation"] >= 0
 
 
+def test_cli_help_prints_percent_signs_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["train-reference", "--help"])
+    out = capsys.readouterr().out
+    assert "%%" not in out and "10% mutation" in " ".join(out.split())
+
+
+def test_load_corpus_reports_progress_per_file(tmp_path):
+    for i, d in enumerate(corpus(5)):
+        (tmp_path / f"{i}.txt").write_text(d)
+    seen = []
+    load_corpus(tmp_path, progress=lambda n, total: seen.append((n, total)))
+    assert seen == [(n, 5) for n in range(1, 6)]
+
+
 def test_cli_reports_bad_input(tmp_path, capsys):
     assert main(["train-reference", str(tmp_path / "nothing"), "-o", str(tmp_path / "r.json")]) == 2
     assert "no such corpus" in capsys.readouterr().err

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable
+from typing import Any, Callable
 
-__all__ = ["DEFAULT_INDEX", "cut", "index_uri", "progress"]
+__all__ = ["DEFAULT_INDEX", "cut", "dropped_log", "index_uri", "progress", "rounded"]
 
 DEFAULT_INDEX = "local://.dedup"
 
@@ -19,6 +19,34 @@ DEFAULT_INDEX = "local://.dedup"
 def index_uri(args: argparse.Namespace) -> str:
     """``--index``, else ``$DEDUP_INDEX``, else :data:`DEFAULT_INDEX`."""
     return args.index or os.environ.get("DEDUP_INDEX") or DEFAULT_INDEX
+
+
+def dropped_log(args: argparse.Namespace) -> tuple[str, bool]:
+    """``(path, named)`` of the dropped log: ``--log``, else ``$DEDUP_DROPPED_LOG``, else the
+    crawl's default beside the index (:func:`index_uri`). ``named`` is False for the default,
+    which a command may find missing without it being an error (e.g. two HTML files to explain).
+
+    The same order as the crawl, which writes to ``DEDUP_DROPPED_LOG`` else beside ``DEDUP_INDEX``.
+    """
+    if getattr(args, "log", None):
+        return str(args.log), True
+    if os.environ.get("DEDUP_DROPPED_LOG"):
+        return os.environ["DEDUP_DROPPED_LOG"], True
+    from index import default_dropped_log  # lazy: dedup's modules do not import index
+
+    return default_dropped_log(index_uri(args)), False
+
+
+def rounded(value: Any, digits: int = 4) -> Any:
+    """``value`` with every float rounded to ``digits`` places, through dicts and lists, for
+    printing: a threshold angle of 180 * (1 - 0.8) shows as 36.0, not 35.99999999999999."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, digits) for v in value]
+    return value
 
 
 def cut(text: str | None, n: int) -> str:

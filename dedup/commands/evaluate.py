@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import progress
+from . import progress, rounded
 
 __all__ = ["register"]
 
@@ -34,7 +34,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         "precision": m["precision"], "recall": m["recall"], "f1": m["f1"], "pages": pages,
         "seed": args.seed, "flagged": m["flagged"], "relevant": m["relevant"],
         "seconds": round(report.seconds, 2), "pages_per_second": round(pages / report.seconds, 1),
-        "thresholds": config.thresholds(),
+        "thresholds": rounded(config.thresholds()), "reference": report.reference,
         "false_positives": [_row(o) for o in m["false_positives"]],
         "misses": [_row(o) for o in m["misses"]],
     }
@@ -44,6 +44,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
         return 0
     print(f"pages {pages}  seed {args.seed}  {summary['pages_per_second']} pages/s ({summary['seconds']} s)")
+    ref = report.reference
+    print(f"reference text {ref['id']} ({ref['from']}: {ref['file']}"
+          + (f"; trained on {ref['corpus']}" if ref.get("corpus") else "") + ")")
     print(f"precision {m['precision']:.4f}  recall {m['recall']:.4f}  F1 {m['f1']:.4f}  "
           f"(flagged {m['flagged']}, correct {m['correct']}, relevant {m['relevant']})")
     for title, rows in (("false positives", summary["false_positives"]), ("misses", summary["misses"])):

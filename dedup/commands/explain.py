@@ -7,9 +7,9 @@ import os
 import shutil
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from . import DEFAULT_INDEX, index_uri
+from . import DEFAULT_INDEX, dropped_log, index_uri, rounded
 from . import cut as _cut
 
 __all__ = ["register", "resolve_page", "read_log"]
@@ -154,18 +154,33 @@ def _print_tree(tree: dict[str, Any], label: str, width: int) -> None:
         print(f"  {head} {text!r:<{max(width - len(head) - 40, 12) + 2}} {own:>7} {sec:>7} {share:>4}  {links}")
 
 
+DOTPLOT_FORMATS = (".svg", ".png")
+
+
+def _dotplot_writer(name: str) -> Callable[[Any], None]:
+    """A function writing the dotplot to ``name`` in the format its extension names (.svg: the
+    labelled vector plot; .png: the plain raster of :func:`dedup.dotplot.dotplot_png`)."""
+    from ..explain import dotplot_png, dotplot_svg
+
+    path = Path(name)
+    suffix = path.suffix.lower()
+    if suffix not in DOTPLOT_FORMATS:
+        raise ValueError(f"--dotplot {name}: the extension must name the format, one of "
+                         f"{', '.join(DOTPLOT_FORMATS)} (got {suffix or 'none'!r})")
+    if suffix == ".svg":
+        return lambda e: path.write_text(dotplot_svg(e), encoding="utf-8")
+    return lambda e: path.write_bytes(dotplot_png(e))
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..explain import dotplot_svg, explain
+    from ..explain import explain
     from ..fuzzy import Thresholds
 
     thresholds = Thresholds(args.permission, args.variation)  # a bad value fails before any lookup
+    write_dotplot = _dotplot_writer(args.dotplot) if args.dotplot else None  # a bad name, too
     uri = index_uri(args)
-    log_path, explicit = (Path(args.log), True) if args.log else (None, False)
-    if log_path is None and uri.lower().startswith("local://"):
-        from index import default_dropped_log  # lazy, as above
-
-        log_path = Path(default_dropped_log(uri))
-    sources = _Sources(uri, log_path, explicit)
+    log_name, named = dropped_log(args)
+    sources = _Sources(uri, Path(log_name), named)
     try:
         page_a, verdict_a, where_a = resolve_page(args.a, sources)
         ref_b = args.b or verdict_a.get("duplicate_of")
@@ -176,12 +191,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     finally:
         sources.close()
     e = explain(page_a, page_b, tables=tables, thresholds=thresholds)
-    if args.dotplot:
-        Path(args.dotplot).write_text(dotplot_svg(e), encoding="utf-8")
+    if write_dotplot is not None:
+        write_dotplot(e)
     if args.json:
         out = e.to_dict()
         out["sources"] = {"a": where_a, "b": where_b, "tables": tables_note}
-        print(json.dumps(out, indent=1, ensure_ascii=False))
+        print(json.dumps(rounded(out), indent=1, ensure_ascii=False))
         return 0
     width = shutil.get_terminal_size((120, 20)).columns
     na, nb = len(e.sentences_a), len(e.sentences_b)
@@ -233,9 +248,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("a", help="page A: an HTML file, or a URL in the dropped log or the index")
     ex.add_argument("b", nargs="?", help="page B (default: the page A was judged a copy of)")
     ex.add_argument("--index", help=f"search index URI (default: $DEDUP_INDEX or {DEFAULT_INDEX})")
-    ex.add_argument("--log", help="dropped log (JSON lines); default: dropped.jsonl beside a local index")
+    ex.add_argument("--log", help="dropped log (JSON lines); default: $DEDUP_DROPPED_LOG, else dropped.jsonl "
+                                  "beside --index, as the crawl writes it")
     ex.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
-    ex.add_argument("--dotplot", metavar="FILE.svg", help="also write the dotplot of matched sentences as SVG")
+    ex.add_argument("--dotplot", metavar="FILE", help="also write the dotplot of matched sentences: FILE.svg "
+                                                     "(labelled) or FILE.png (plain raster)")
     ex.add_argument("--show", type=int, help="matched pairs printed (default: all)")
     ex.add_argument("--unmatched", action="store_true", help="also list unmatched sentences with their closest")
     ex.add_argument("--no-corpus", action="store_true",

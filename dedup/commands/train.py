@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from . import progress
+
 __all__ = ["register"]
 
 
@@ -43,7 +45,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                          mutation_rate=args.mutation_rate, sample=args.sample, eval_sample=args.eval_sample,
                          holdout=args.holdout, target=args.target, seed=args.seed)
     config.check()
-    docs = load_corpus(args.corpus, field=args.field)
+    docs = load_corpus(args.corpus, field=args.field, progress=progress("reading corpus"))
     if not args.json:
         print(f"{len(docs)} documents from {args.corpus}", file=sys.stderr)
     show, close = _generation_printer(config.generations)
@@ -54,7 +56,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     ref = result.reference
     tests = []
     for path in args.test or ():
-        counts = [c for c in (gram_counts(d) for d in load_corpus(path, field=args.field)) if c[0].size]
+        test_docs = load_corpus(path, field=args.field, progress=progress(f"reading {Path(path).name}"))
+        counts = [c for c in (gram_counts(d) for d in test_docs) if c[0].size]
         if len(counts) > args.eval_sample:
             keep = np.sort(np.random.default_rng(args.seed).choice(len(counts), args.eval_sample, replace=False))
             counts = [counts[i] for i in keep]
@@ -89,9 +92,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     tr = sub.add_parser(
         "train-reference", help="train a multireference-cosine reference text on a corpus (seed 000's genetic algorithm)",
-        description="Train a reference text: top tf-idf 3-grams of CORPUS, single-cut crossover, 10%% mutation, "
+        description="Train a reference text: top tf-idf 3-grams of CORPUS, single-cut crossover, 10% mutation, "
                     "fitness = mean absolute error between the multireference cosine and the full 3-gram cosine "
-                    "over document pairs (Eq. 1); 80%% of the corpus scores, 20%% evaluates the winner.")
+                    "over document pairs (Eq. 1); 80% of the corpus scores, 20% evaluates the winner.")
     tr.add_argument("corpus", help="a folder (every *.txt/*.md file is a document, every *.htm/*.html page's main "
                                    "text is one), a JSON-lines file (one object per line, text in --field, e.g. a "
                                    "crawl's -O items.jsonl), a JSON list, or a text file (one document per line)")
