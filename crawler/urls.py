@@ -1,6 +1,8 @@
 """Session ids out of request URLs, so the page a group keeps has a URL people can share.
 
-    ADDONS = {"crawler.urls.SessionIdAddon": 200}      # or -s 'ADDONS={"crawler.urls.SessionIdAddon": 200}'
+    ADDONS = {"crawler.addon.DedupAddon": 100, "crawler.urls.SessionIdAddon": 200}
+
+(``-s ADDONS=...`` on the command line replaces the project's whole ``ADDONS``: name both there too.)
 
 A site that puts a session id in its links (``/a.html;jsessionid=ABC123``, ``/a.html?sid=7f3a``)
 serves one page under many URLs. Dedup finds those copies by content, but it keeps whichever
