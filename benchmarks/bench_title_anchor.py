@@ -15,7 +15,7 @@ import re
 import sys
 
 from dedup.deduplicator import DedupConfig, Deduplicator
-from dedup.evaluate import evaluate, load_clusters
+from dedup.cli.evaluate import evaluate, load_clusters
 from dedup.page import parse_page
 from dedup.store import MemoryIndex
 

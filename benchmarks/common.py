@@ -72,7 +72,7 @@ def goldset_pages(folder: str | Path, seed: int, limit: int | None = None) -> li
     """``(cluster, url, html bytes)`` in the online metric's order (``dedup evaluate --seed``)."""
     import random
 
-    from dedup.evaluate import load_clusters
+    from dedup.cli.evaluate import load_clusters
 
     pages = load_clusters(folder)
     order = list(range(len(pages)))

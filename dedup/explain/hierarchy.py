@@ -25,7 +25,7 @@ Real pages need two repairs before their lines are split into sentences:
   lower case;
 * **boilerplate**: "(AP)", "Advertisement", "(Story continues below)", "All Access" are
   lines, not sentences; a sentence of fewer than five words and fewer than
-  :data:`MIN_SENTENCE_WORDS` refined words (:func:`dedup.sentences.refine`: stop words and
+  :data:`MIN_SENTENCE_WORDS` refined words (:func:`dedup.explain.sentences.refine`: stop words and
   numbers out) is left out of the tree, so it can neither match nor count as unmatched.
 
 Matching (the seed's Tree_Matching / Node_Comparison / Graphical_Display): given the
@@ -43,9 +43,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .page import Page
+from ..page import Page
 from .sentences import refine
-from .text import Normalizer, split_sentences
+from ..text import Normalizer, split_sentences
 
 __all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies", "unwrap", "MIN_SENTENCE_WORDS"]
 
