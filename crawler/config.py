@@ -1,8 +1,8 @@
 """Every ``DEDUP_*`` setting, in one place: defaults, meanings, parsing and validation.
 
 :data:`SETTINGS` is the documented table (the enabling flag first, the rest
-alphabetical); :func:`markdown_table` renders it for the README
-(``python -m crawler.config`` prints it). :func:`read_settings` turns Scrapy
+alphabetical); :func:`markdown_table` renders it for docs/settings.md
+(``python -m crawler.config`` prints it; tests/test_docs.py compares the two). :func:`read_settings` turns Scrapy
 :class:`~scrapy.settings.BaseSettings` into a typed :class:`DedupSettings`,
 raising :class:`ValueError` that names the setting, the value it got and what it
 accepts. Values given with ``-s NAME=VALUE`` arrive as strings, so every parser
@@ -388,7 +388,7 @@ def _format_default(value: Any) -> str:
 
 
 def markdown_table() -> str:
-    """The settings table as Markdown, for the README."""
+    """The settings table as Markdown, for docs/settings.md."""
     rows = ["| Setting | Default | Meaning |", "|---|---|---|"]
     rows += [f"| `{s.name}` | {_format_default(s.default)} | {s.meaning} |" for s in SETTINGS]
     return "\n".join(rows) + "\n"

@@ -80,7 +80,7 @@ def _bad(name: str, value: Any) -> ConfigError:
 
 @dataclass(frozen=True)
 class DedupConfig:
-    """Thresholds and knobs; defaults measured on goldset-dev (README, "Accuracy").
+    """Thresholds and knobs; defaults measured on goldset-dev (docs/accuracy.md).
 
     t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.4).
     max_distance / blocks: simhash tables' k and block count (3, 5: C(5, 3) = 10 tables).
