@@ -26,7 +26,7 @@ from index import default_dropped_log  # index/ owns the URI schemes; backends l
 from index.elastic import ES_OPTIONS, option_defaults  # the names and defaults only: imports no client
 
 __all__ = ["Setting", "SETTINGS", "DEFAULTS", "DROPPABLE", "DedupSettings", "is_enabled", "read_settings",
-           "markdown_table"]
+           "settings_of", "markdown_table"]
 
 #: statuses that DEDUP_DROP may list; dropping "unique" would drop every page
 DROPPABLE = tuple(s for s in STATUSES if s != "unique")
@@ -373,6 +373,19 @@ def read_settings(settings: Any) -> DedupSettings:
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
                          index=index, config=config, es_options=es_options, spool=spool,
                          workers=get("DEDUP_WORKERS", _workers))
+
+
+def settings_of(crawler: Any) -> DedupSettings:
+    """The crawler's :class:`DedupSettings`, parsed once per crawler and kept on it: the pipelines, the
+    spool, the journal and the log formatter of one crawl share them. Before the crawler's settings are
+    frozen (a test changing them) they are parsed at each call."""
+    settings = crawler.settings
+    if not getattr(settings, "frozen", False):
+        return read_settings(settings)
+    parsed = getattr(crawler, "_dedup_settings", None)
+    if parsed is None:
+        parsed = crawler._dedup_settings = read_settings(settings)
+    return parsed
 
 
 def _format_default(value: Any) -> str:
