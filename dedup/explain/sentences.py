@@ -37,6 +37,7 @@ __all__ = [
     "REFINE_VERSION",
     "DEFAULT_TABLES_PATH",
     "refine",
+    "stop_words",
     "char_grams",
     "least_frequent_grams",
     "SentenceTables",
@@ -59,6 +60,11 @@ def _norm() -> Normalizer:
     if _normalizer is None:
         _normalizer = Normalizer(word_mapping=False)
     return _normalizer
+
+
+def stop_words() -> frozenset[str]:
+    """The stop words :func:`refine` leaves out (the hierarchy's heading test reads the same list)."""
+    return _norm().stopwords
 
 
 def refine(sentence: str) -> list[str]:
