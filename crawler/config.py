@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 from dedup.deduplicator import ACCEPTS, STATUSES, TITLE_ANCHOR_MODES, ConfigError, DedupConfig
 from dedup.extract import EXTRACTORS
 from dedup.tdw import PRESETS, resolve_weights
-from index import default_dropped_log  # index/ owns the URI schemes; backends load lazily
+from index import DEFAULT_INDEX, default_dropped_log  # index/ owns the URI schemes; backends load lazily
 from index.elastic import ES_OPTIONS, option_defaults  # the names and defaults only: imports no client
 
 __all__ = ["Setting", "SETTINGS", "DEFAULTS", "DROPPABLE", "DedupSettings", "is_enabled", "read_settings",
@@ -82,7 +82,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Item field holding raw HTML (str or bytes; an optional `content_type` field gives its charset), "
             "parsed once by `DedupPipeline`, which fills in the item's `title` and `text` where it has none; "
             "items without HTML are checked on their `url`, `title` and `text` fields."),
-    Setting("DEDUP_INDEX", "local://.dedup",
+    Setting("DEDUP_INDEX", DEFAULT_INDEX,
             "URI of the dedup index and of the search index of kept pages: `local://PATH` "
             "(embedded), `http(s)://HOST:PORT/INDEX` or `es://HOST:PORT/INDEX` (Elasticsearch)."),
     Setting("DEDUP_KNN", _CONFIG.knn,

@@ -11,11 +11,10 @@ import os
 import sys
 from typing import Any, Callable
 
-from index import default_dropped_log
+from index import DEFAULT_INDEX, default_dropped_log
 
 __all__ = ["DEFAULT_INDEX", "cut", "dropped_log", "index_uri", "progress", "rounded"]
 
-DEFAULT_INDEX = "local://.dedup"
 
 
 def index_uri(args: argparse.Namespace) -> str:
