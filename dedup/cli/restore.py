@@ -11,7 +11,7 @@ from index import open_index, open_search
 from ..deduplicator import DedupConfig
 from ..droplog import RESTORED, DropLog, Entry, append_event, index_identity, iso_now
 from ..record import epoch_seconds
-from ..sources import features_from_source
+from ..sources import make_featurizer, page_from_source
 from ..store import KeyTaken  # raised by DedupIndex.add when another record holds the content
 
 __all__ = ["restore", "RestoreResult", "restored_dedup"]
@@ -87,12 +87,13 @@ def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any =
     if not todo:
         return results
     config = DedupConfig(weights=weights)
+    featurizer = make_featurizer(config)  # this restore's, for every page it puts back
     index = open_index(index_uri)
     try:
         search = open_search(index_uri)
         try:
             for n, entry in enumerate(todo, 1):
-                results.append(_restore_one(log, entry, index, search, config, target))
+                results.append(_restore_one(log, entry, index, search, config, featurizer, target))
                 if progress:
                     progress(n, len(todo))
         finally:
@@ -113,13 +114,15 @@ def _exists(uri: str) -> bool:
     return True
 
 
-def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: Any, target: str) -> RestoreResult:
+def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: Any, featurizer: Any,
+                 target: str) -> RestoreResult:
     source = log.source(entry)
     if not source.has_content:
         return RestoreResult(entry.url, "error", f"line {entry.line} logs no title or text for {entry.url}; "
                              "nothing to restore")
     item = log.item(entry)
-    page, features = features_from_source(source, config)
+    page = page_from_source(source, config)  # the crawl's limits and extractor
+    features = featurizer(page)
     when = iso_now()
     fetched_at = epoch_seconds(item.get("fetched_at"))
     record_id = _existing_record(index, entry.url, features.content_hash)
