@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from ..page import Page
 from .fuzzy import Thresholds, eq, odds_ratio, resemblance, similarity_matrices
 from .hierarchy import MIN_SENTENCE_WORDS, build_hierarchy, match_hierarchies
-from ..page import Page
 from .sentences import SentenceTables, default_tables, refine
 
 __all__ = ["Explanation", "explain", "METHOD"]
