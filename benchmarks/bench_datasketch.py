@@ -14,7 +14,7 @@ For every page (online metric order, ``--seed``), in one loop, alternating which
 
 Throughput is compared two ways, both measured here: datasketch **given its text extraction
 for free** (only MinHash + LSH timed) and datasketch **paying its own extraction** (the
-trafilatura call timed too).  Gold-Set F1 is the online metric of ``dedup.evaluate`` for both.
+trafilatura call timed too).  Gold-Set F1 is the online metric of ``dedup.cli.evaluate`` for both.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     import trafilatura
 
     from dedup.deduplicator import Deduplicator, Verdict
-    from dedup.evaluate import Outcome, Report, metric, sweep
+    from dedup.cli.evaluate import Outcome, Report, metric, sweep
     from dedup.page import parse_page
     from index.local import LocalIndex
 
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
     best_ours = max(ours_sweep, key=lambda row: row["f1"])
     res.figure("t3.ours_best_f1", "ours: best F1 over the same sweep of t2", best_ours["f1"], "F1",
                note=f"at t2 = {best_ours['t2']} (P {best_ours['precision']} R {best_ours['recall']}); one run, "
-                    "dedup.evaluate.sweep")
+                    "dedup.cli.evaluate.sweep")
     res.table("ours: near-duplicate threshold t2 swept over the same run", ["t2", "precision", "recall", "F1"],
               [[row["t2"], row["precision"], row["recall"], row["f1"]] for row in ours_sweep])
     res.finish(args.json)

@@ -110,7 +110,7 @@ def run_pass(pages, featurizer, kind: str, folder: Path, *, trafilatura_too: boo
     import trafilatura
 
     from dedup.deduplicator import Deduplicator
-    from dedup.evaluate import Outcome
+    from dedup.cli.evaluate import Outcome
     from dedup.page import parse_page
 
     shutil.rmtree(folder, ignore_errors=True)
@@ -232,7 +232,7 @@ def main(argv=None) -> int:
         res.skip_all(FIGURES, missing)
         res.finish(args.json)
         return 0
-    from dedup.evaluate import metric
+    from dedup.cli.evaluate import metric
     from dedup.features import Featurizer
 
     limit = args.limit or (40 if args.quick else None)

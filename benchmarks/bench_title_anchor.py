@@ -8,14 +8,14 @@ and how many edited copies were dropped without an exact text match (the content
 """
 from __future__ import annotations
 
+import argparse
 import collections
 import os
 import random
 import re
-import sys
 
 from dedup.deduplicator import DedupConfig, Deduplicator
-from dedup.evaluate import evaluate, load_clusters
+from dedup.cli.evaluate import evaluate, load_clusters
 from dedup.page import parse_page
 from dedup.store import MemoryIndex
 
@@ -63,4 +63,7 @@ def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("DEDUP_GOLDSET", "../shared/data/goldset-dev"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", nargs="?", default=os.environ.get("DEDUP_GOLDSET", "../shared/data/goldset-dev"),
+                        help="the Gold Set folder (default: $DEDUP_GOLDSET or ../shared/data/goldset-dev)")
+    main(parser.parse_args().folder)

@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # scripts run as `python benchmarks/x.py` import the project from the tree
     sys.path.insert(0, str(ROOT))
-#: where the README's `dedup evaluate ../shared/data/goldset-dev` finds the Gold Set (never copied here)
+#: where docs/accuracy.md's `dedup evaluate ../shared/data/goldset-dev` finds the Gold Set (never copied here)
 GOLDSET = ROOT.parent / "shared" / "data" / "goldset-dev"
 PACKAGES = ("numpy", "trafilatura", "lxml", "nltk", "xxhash", "usearch", "scrapy", "twisted", "datasketch",
             "scipy", "elasticsearch")
@@ -72,7 +72,7 @@ def goldset_pages(folder: str | Path, seed: int, limit: int | None = None) -> li
     """``(cluster, url, html bytes)`` in the online metric's order (``dedup evaluate --seed``)."""
     import random
 
-    from dedup.evaluate import load_clusters
+    from dedup.cli.evaluate import load_clusters
 
     pages = load_clusters(folder)
     order = list(range(len(pages)))

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common  # noqa: E402
 
 from dedup.explain import explain  # noqa: E402
-from dedup.hierarchy import MIN_SENTENCE_WORDS  # noqa: E402
+from dedup.explain.hierarchy import MIN_SENTENCE_WORDS  # noqa: E402
 from dedup.page import parse_page  # noqa: E402
-from dedup.sentences import default_tables  # noqa: E402
+from dedup.explain.sentences import default_tables  # noqa: E402
 
 
 def main() -> int:

@@ -31,8 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dedup.fuzzy import Thresholds, eq, sim  # noqa: E402
-from dedup.sentences import SentenceTables, default_tables, refine  # noqa: E402
+from dedup.explain.fuzzy import Thresholds, eq, sim  # noqa: E402
+from dedup.explain.sentences import SentenceTables, default_tables, refine  # noqa: E402
 
 DEFAULT_PAIRS = ROOT / "tests" / "data" / "sentence_pairs.jsonl"
 

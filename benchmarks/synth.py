@@ -7,7 +7,7 @@
 terms, 40 sentence simhashes, 225 shingle hashes of 335, 150-d MRC signature: a 6.7 KB
 data blob): sorted random hashes, random weights, and signatures drawn around 1,000 random
 "topic" centres of one common profile, so that signatures of unrelated pages have cosines
-around 0.95 as real MRC signatures do (README: median 0.94).  Record ``i`` is the same in
+around 0.95 as real MRC signatures do (docs/choices.md: median 0.94).  Record ``i`` is the same in
 every build (seeded per batch), so an index can be grown in steps.
 
 **Building** appends rows to SQLite in large transactions (the ``INSERT`` that

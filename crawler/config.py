@@ -1,8 +1,8 @@
 """Every ``DEDUP_*`` setting, in one place: defaults, meanings, parsing and validation.
 
 :data:`SETTINGS` is the documented table (the enabling flag first, the rest
-alphabetical); :func:`markdown_table` renders it for the README
-(``python -m crawler.config`` prints it). :func:`read_settings` turns Scrapy
+alphabetical); :func:`markdown_table` renders it for docs/settings.md
+(``python -m crawler.config`` prints it; tests/test_docs.py compares the two). :func:`read_settings` turns Scrapy
 :class:`~scrapy.settings.BaseSettings` into a typed :class:`DedupSettings`,
 raising :class:`ValueError` that names the setting, the value it got and what it
 accepts. Values given with ``-s NAME=VALUE`` arrive as strings, so every parser
@@ -13,22 +13,28 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from dedup.deduplicator import STATUSES, TITLE_ANCHOR_MODES, DedupConfig
-from dedup.extract import DEFAULT_EXTRACTOR, EXTRACTORS
-from dedup.page import MAX_PAGE_BYTES, MAX_TEXT_CHARS
+from dedup.deduplicator import ACCEPTS, STATUSES, TITLE_ANCHOR_MODES, ConfigError, DedupConfig
+from dedup.extract import EXTRACTORS
 from dedup.tdw import PRESETS, resolve_weights
-from index import default_dropped_log  # index/ owns the URI schemes; backends load lazily
+from index import DEFAULT_INDEX, default_dropped_log  # index/ owns the URI schemes; backends load lazily
+from index.elastic import ES_OPTIONS, option_defaults  # the names and defaults only: imports no client
 
 __all__ = ["Setting", "SETTINGS", "DEFAULTS", "DROPPABLE", "DedupSettings", "is_enabled", "read_settings",
-           "markdown_table"]
+           "settings_of", "markdown_table"]
 
 #: statuses that DEDUP_DROP may list; dropping "unique" would drop every page
 DROPPABLE = tuple(s for s in STATUSES if s != "unique")
+
+#: Where the algorithm's defaults live: the table below reads them from :class:`DedupConfig` (and the
+#: Elasticsearch options' from the signatures that apply them), never writes a number of its own.
+_CONFIG = DedupConfig()
+_ES = option_defaults()
 
 
 @dataclass(frozen=True)
@@ -44,14 +50,15 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_ENABLED", True,
             "Switch the dedup pipelines on. False makes both raise `NotConfigured`."),
-    Setting("DEDUP_BLOCKS", 5,
-            "Blocks of the simhash permutation tables, C(blocks, DEDUP_MAX_DISTANCE) tables (10 by default); an "
+    Setting("DEDUP_BLOCKS", _CONFIG.blocks,
+            f"Blocks of the simhash permutation tables, C(blocks, DEDUP_MAX_DISTANCE) tables "
+            f"({math.comb(_CONFIG.blocks, _CONFIG.max_distance)} by default); an "
             "integer greater than `DEDUP_MAX_DISTANCE`, at most 64. An existing Elasticsearch dedup index keeps "
             "the value it was made with (another is refused); the embedded index rebuilds its tables."),
     Setting("DEDUP_DEBUG", False,
             "Log every dedup drop at INFO. By default only the first drop of a run is logged at INFO, "
             "the rest at DEBUG."),
-    Setting("DEDUP_DROP", ["exact_duplicate"],
+    Setting("DEDUP_DROP", list(_CONFIG.drop),
             "Verdicts whose items are dropped (and not added to the index): a list, or a comma-separated "
             f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
             "in `item['dedup']`."),
@@ -61,11 +68,13 @@ SETTINGS: tuple[Setting, ...] = (
             "`None`: `dropped.jsonl` in the local index directory (the working directory for other backends)."),
     Setting("DEDUP_ES_OPTIONS", {},
             "Elasticsearch connection and index options, a dict (a JSON object on the command line): "
-            "`api_key`, `ca_certs`, `verify_certs`, `request_timeout` (s, 30), `retry_seconds` (how long a "
-            "failing cluster is retried with back-off before the crawl stops, 60), `refresh_every` (200), "
-            "`bulk_size` (search-index writes per bulk request, 50), `shards`, `replicas`. "
+            f"`api_key`, `ca_certs`, `verify_certs`, `request_timeout` (s, {_ES['request_timeout']:g}), "
+            f"`retry_seconds` (how long a failing cluster is retried with back-off before the crawl stops, "
+            f"{_ES['retry_seconds']:g}), `refresh_every` (dedup records buffered before a refresh, "
+            f"{_ES['refresh_every']}), `bulk_size` (search-index writes per bulk request, {_ES['bulk_size']}), "
+            f"`shards` ({_ES['shards']}), `replicas` (the cluster's default). "
             "User and password go in the URI: `https://USER:PASSWORD@HOST:9200/INDEX`."),
-    Setting("DEDUP_EXTRACTOR", DEFAULT_EXTRACTOR,
+    Setting("DEDUP_EXTRACTOR", _CONFIG.extractor,
             f"Main-text extractor for HTML: {', '.join(f'`{e}`' for e in EXTRACTORS)}. `trafilatura` (~20 ms a "
             "page); `resiliparse` (~1 ms) keeps its lines of 20 words or more and falls back to trafilatura "
             "where that leaves too little; `auto` is `resiliparse`. The verdict's `extraction` names the one used."),
@@ -73,39 +82,39 @@ SETTINGS: tuple[Setting, ...] = (
             "Item field holding raw HTML (str or bytes; an optional `content_type` field gives its charset), "
             "parsed once by `DedupPipeline`, which fills in the item's `title` and `text` where it has none; "
             "items without HTML are checked on their `url`, `title` and `text` fields."),
-    Setting("DEDUP_INDEX", "local://.dedup",
+    Setting("DEDUP_INDEX", DEFAULT_INDEX,
             "URI of the dedup index and of the search index of kept pages: `local://PATH` "
             "(embedded), `http(s)://HOST:PORT/INDEX` or `es://HOST:PORT/INDEX` (Elasticsearch)."),
-    Setting("DEDUP_KNN", 20,
+    Setting("DEDUP_KNN", _CONFIG.knn,
             "Nearest multireference-cosine signatures fetched as candidates per page; an integer >= 0 "
             "(0 turns that search off)."),
-    Setting("DEDUP_MAX_DISTANCE", 3,
+    Setting("DEDUP_MAX_DISTANCE", _CONFIG.max_distance,
             "Largest simhash Hamming distance (bits) that makes a candidate; an integer >= 0."),
-    Setting("DEDUP_MAX_PAGE_BYTES", MAX_PAGE_BYTES,
+    Setting("DEDUP_MAX_PAGE_BYTES", _CONFIG.max_page_bytes,
             "Largest HTML body parsed, in bytes; a longer one is cut there before decoding and parsing, and "
             "its verdict says so (`scores.truncated.bytes` = [original, kept]). An integer >= 1024, or "
             "`None` for no limit."),
-    Setting("DEDUP_MAX_TEXT_CHARS", MAX_TEXT_CHARS,
+    Setting("DEDUP_MAX_TEXT_CHARS", _CONFIG.max_text_chars,
             "Longest main text featurized, in characters; longer text is cut there (at a word) and the "
             "verdict says so (`scores.truncated.chars` = [original, kept]). An integer >= 1000, or `None` "
             "for no limit."),
-    Setting("DEDUP_REDUCER_JACCARD", 0.1,
+    Setting("DEDUP_REDUCER_JACCARD", _CONFIG.reducer_jaccard,
             "Jaccard threshold of the comparison reducer that prunes candidates before verification; "
             "a number in (0, 1]."),
-    Setting("DEDUP_SENTENCE_TOLERANCE", None,
+    Setting("DEDUP_SENTENCE_TOLERANCE", _CONFIG.sentence_tolerance,
             "Sentence-count tolerance of the comparison reducer; an integer >= 1, or `None` for off."),
     Setting("DEDUP_SPOOL", None,
             "JSON-lines file that keeps the items an unreachable index could not decide or store; the "
             "next crawl with the same setting replays them first. `None`: `spool.jsonl` beside the dropped log."),
-    Setting("DEDUP_T1", 0.8,
+    Setting("DEDUP_T1", _CONFIG.t1,
             "Shingle containment at which a candidate makes a page a `duplicate`; a number in (0, 1], "
             ">= `DEDUP_T2`."),
-    Setting("DEDUP_T2", 0.4,
+    Setting("DEDUP_T2", _CONFIG.t2,
             "Shingle containment at which a candidate makes a page a `near_duplicate`; a number in (0, 1]."),
-    Setting("DEDUP_TITLE_ANCHOR", "confirm",
+    Setting("DEDUP_TITLE_ANCHOR", _CONFIG.title_anchor,
             f"Same-title rule: {', '.join(f'`{m}`' for m in TITLE_ANCHOR_MODES)}. `confirm` needs "
             "shingle resemblance >= `DEDUP_T1` as well, `literal` trusts the title and link count alone, `off` skips it."),
-    Setting("DEDUP_WEIGHTS", "tdw",
+    Setting("DEDUP_WEIGHTS", _CONFIG.weights,
             f"Term weights by page field: a preset ({', '.join(f'`{p}`' for p in PRESETS)}) or a mapping "
             "(a JSON object on the command line) of field name to weight."),
     Setting("DEDUP_WORKERS", "auto",
@@ -148,7 +157,9 @@ def _is_none(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
 
 
-def _int(name: str, value: Any, *, minimum: int) -> int:
+def _int(name: str, value: Any, *, minimum: int | None = None, accepted: str | None = None) -> int:
+    """An integer; ``minimum``: a floor of the setting itself (the algorithm's ranges are
+    :class:`DedupConfig`'s to check); ``accepted``: what the error says is accepted."""
     if isinstance(value, bool):
         parsed = None
     elif isinstance(value, int):
@@ -162,13 +173,13 @@ def _int(name: str, value: Any, *, minimum: int) -> int:
             parsed = None
     else:
         parsed = None
-    if parsed is None or parsed < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if parsed is None or (minimum is not None and parsed < minimum):
+        raise ValueError(f"{name} must be {accepted or f'an integer >= {minimum}'}, got {value!r}")
     return parsed
 
 
-def _unit(name: str, value: Any) -> float:
-    """A number in (0, 1]."""
+def _number(name: str, value: Any, *, accepted: str) -> float:
+    """A number (its range is :class:`DedupConfig`'s to check)."""
     parsed: float | None
     if isinstance(value, bool):
         parsed = None
@@ -181,8 +192,8 @@ def _unit(name: str, value: Any) -> float:
             parsed = None
     else:
         parsed = None
-    if parsed is None or math.isnan(parsed) or not 0.0 < parsed <= 1.0:
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    if parsed is None or math.isnan(parsed):
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
     return parsed
 
 
@@ -212,14 +223,7 @@ def _list(name: str, value: Any) -> list[str]:
 
 
 def _drop(name: str, value: Any) -> tuple[str, ...]:
-    statuses = _list(name, value)
-    for status in statuses:
-        if status == "unique":
-            raise ValueError(f"{name}: 'unique' cannot be dropped (nothing would ever be kept); "
-                             f"valid: {', '.join(DROPPABLE)}")
-        if status not in DROPPABLE:
-            raise ValueError(f"{name}: unknown status {status!r}; valid: {', '.join(DROPPABLE)}")
-    return tuple(dict.fromkeys(statuses))
+    return tuple(dict.fromkeys(_list(name, value)))  # the statuses are DedupConfig's to check
 
 
 def _weights(name: str, value: Any) -> str | dict[str, float]:
@@ -259,8 +263,6 @@ def _index(name: str, value: Any) -> str:
 
 
 def _es_options(name: str, value: Any) -> dict[str, Any]:
-    from index.elastic import ES_OPTIONS  # imports no client: the names only
-
     parsed: Any = value
     if isinstance(value, str):
         try:
@@ -285,6 +287,51 @@ def _workers(name: str, value: Any) -> int:
         return _int(name, value, minimum=0)
     except ValueError:
         raise ValueError(f"{name} must be an integer >= 0 or 'auto', got {value!r}") from None
+
+
+#: DedupConfig's knobs that a DEDUP_* setting gives as it is (DEDUP_<KNOB>), parsed by type here and
+#: checked by DedupConfig only: (knob, parser)
+_KNOBS: dict[str, Callable[[str, Any, str], Any]] = {
+    "t1": lambda n, v, acc: _number(n, v, accepted=acc),
+    "t2": lambda n, v, acc: _number(n, v, accepted=acc),
+    "reducer_jaccard": lambda n, v, acc: _number(n, v, accepted=acc),
+    "max_distance": lambda n, v, acc: _int(n, v, accepted=acc),
+    "blocks": lambda n, v, acc: _int(n, v, accepted=acc),
+    "knn": lambda n, v, acc: _int(n, v, accepted=acc),
+    "sentence_tolerance": lambda n, v, acc: None if _is_none(v) else _int(n, v, accepted=acc),
+    "title_anchor": lambda n, v, acc: _str(n, v, accepted=acc),
+    "extractor": lambda n, v, acc: _str(n, v, accepted=acc),
+}
+
+
+def _setting(knob: str) -> str:
+    return f"DEDUP_{knob.upper()}"
+
+
+def _config(settings: Any, **given: Any) -> DedupConfig:
+    """The :class:`DedupConfig` of ``settings``: each knob's string parsed here, its value checked
+    once, by DedupConfig, whose :class:`ConfigError` is told again in the settings' names and values."""
+    raw = {knob: _get(settings, _setting(knob)) for knob in _KNOBS}
+    values = {knob: parse(_setting(knob), raw[knob], ACCEPTS[knob]) for knob, parse in _KNOBS.items()}
+    raw_bytes = _get(settings, "DEDUP_MAX_PAGE_BYTES")
+    raw_chars = _get(settings, "DEDUP_MAX_TEXT_CHARS")
+    # floors of the settings alone (a typo such as 5000 bytes would cut most pages); DedupConfig takes >= 1
+    values["max_page_bytes"] = None if _is_none(raw_bytes) else _int("DEDUP_MAX_PAGE_BYTES", raw_bytes, minimum=1024)
+    values["max_text_chars"] = None if _is_none(raw_chars) else _int("DEDUP_MAX_TEXT_CHARS", raw_chars, minimum=1000)
+    try:
+        return DedupConfig(**values, **given)
+    except ConfigError as exc:
+        names = {knob: _setting(knob) for knob in (*_KNOBS, *exc.fields)}
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+        def rename(text: str) -> str:
+            return pattern.sub(lambda m: names[m.group(1)], text)
+
+        first = exc.fields[0]
+        if exc.accepted is not None:  # about one value: quote the setting's own spelling of it
+            value = raw.get(first, _get(settings, _setting(first)))
+            raise ValueError(f"{_setting(first)} must be {rename(exc.accepted)}, got {value!r}") from None
+        raise ValueError(rename(str(exc))) from None
 
 
 def _get(settings: Any, name: str) -> Any:
@@ -322,42 +369,23 @@ def read_settings(settings: Any) -> DedupSettings:
     else:
         spool = _str("DEDUP_SPOOL", raw_spool, accepted="a file path or None")
 
-    max_distance = get("DEDUP_MAX_DISTANCE", lambda n, v: _int(n, v, minimum=0))
-    blocks = get("DEDUP_BLOCKS", lambda n, v: _int(n, v, minimum=1))
-    # the constraints of dedup.permtables, checked here without building tables (C(blocks, k) of them)
-    if not max_distance < blocks <= 64:
-        raise ValueError(f"DEDUP_BLOCKS must be greater than DEDUP_MAX_DISTANCE and at most 64 (one block "
-                         f"per fingerprint bit), got DEDUP_BLOCKS={blocks}, DEDUP_MAX_DISTANCE={max_distance}")
-    knn = get("DEDUP_KNN", lambda n, v: _int(n, v, minimum=0))
-    t1 = get("DEDUP_T1", _unit)
-    t2 = get("DEDUP_T2", _unit)
-    if t2 > t1:
-        raise ValueError(f"DEDUP_T2 must be <= DEDUP_T1, got DEDUP_T1={t1}, DEDUP_T2={t2}")
-    reducer_jaccard = get("DEDUP_REDUCER_JACCARD", _unit)
-    raw_tol = _get(settings, "DEDUP_SENTENCE_TOLERANCE")
-    sentence_tolerance = None if _is_none(raw_tol) else _int("DEDUP_SENTENCE_TOLERANCE", raw_tol, minimum=1)
-    title_anchor = get("DEDUP_TITLE_ANCHOR", _str)
-    if title_anchor not in TITLE_ANCHOR_MODES:
-        raise ValueError(f"DEDUP_TITLE_ANCHOR must be one of {', '.join(TITLE_ANCHOR_MODES)}, "
-                         f"got {title_anchor!r}")
-    weights = get("DEDUP_WEIGHTS", _weights)
-    drop = get("DEDUP_DROP", _drop)
-    raw_bytes = _get(settings, "DEDUP_MAX_PAGE_BYTES")
-    max_page_bytes = None if _is_none(raw_bytes) else _int("DEDUP_MAX_PAGE_BYTES", raw_bytes, minimum=1024)
-    raw_chars = _get(settings, "DEDUP_MAX_TEXT_CHARS")
-    max_text_chars = None if _is_none(raw_chars) else _int("DEDUP_MAX_TEXT_CHARS", raw_chars, minimum=1000)
-
-    extractor = get("DEDUP_EXTRACTOR", _str)
-    if extractor not in EXTRACTORS:
-        raise ValueError(f"DEDUP_EXTRACTOR must be one of {', '.join(EXTRACTORS)}, got {extractor!r}")
-
-    config = DedupConfig(extractor=extractor, weights=weights, t1=t1, t2=t2, max_distance=max_distance, blocks=blocks, knn=knn,
-                         reducer_jaccard=reducer_jaccard, sentence_tolerance=sentence_tolerance,
-                         title_anchor=title_anchor, drop=drop, max_page_bytes=max_page_bytes,
-                         max_text_chars=max_text_chars)
+    config = _config(settings, weights=get("DEDUP_WEIGHTS", _weights), drop=get("DEDUP_DROP", _drop))
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
                          index=index, config=config, es_options=es_options, spool=spool,
                          workers=get("DEDUP_WORKERS", _workers))
+
+
+def settings_of(crawler: Any) -> DedupSettings:
+    """The crawler's :class:`DedupSettings`, parsed once per crawler and kept on it: the pipelines, the
+    spool, the journal and the log formatter of one crawl share them. Before the crawler's settings are
+    frozen (a test changing them) they are parsed at each call."""
+    settings = crawler.settings
+    if not getattr(settings, "frozen", False):
+        return read_settings(settings)
+    parsed = getattr(crawler, "_dedup_settings", None)
+    if parsed is None:
+        parsed = crawler._dedup_settings = read_settings(settings)
+    return parsed
 
 
 def _format_default(value: Any) -> str:
@@ -373,7 +401,7 @@ def _format_default(value: Any) -> str:
 
 
 def markdown_table() -> str:
-    """The settings table as Markdown, for the README."""
+    """The settings table as Markdown, for docs/settings.md."""
     rows = ["| Setting | Default | Meaning |", "|---|---|---|"]
     rows += [f"| `{s.name}` | {_format_default(s.default)} | {s.meaning} |" for s in SETTINGS]
     return "\n".join(rows) + "\n"

@@ -48,7 +48,7 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.request import request_from_dict
 
-from .config import is_enabled, read_settings
+from .config import is_enabled, settings_of
 from .spool import REPLAY_KEY
 
 __all__ = ["RequestJournal", "JournalMiddleware", "FlushingDupeFilter", "JOURNAL_FILE", "META_KEY"]
@@ -111,7 +111,7 @@ class RequestJournal:
             raise NotConfigured("no JOBDIR: a killed crawl starts again from its start requests")
         if not is_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is False")
-        journal = cls(Path(jobdir) / JOURNAL_FILE, dropped_log=read_settings(crawler.settings).dropped_log,
+        journal = cls(Path(jobdir) / JOURNAL_FILE, dropped_log=settings_of(crawler).dropped_log,
                       crawler=crawler)
         crawler.signals.connect(journal.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(journal.spider_closed, signal=signals.spider_closed)

@@ -17,7 +17,7 @@ from scrapy.http import Response
 from scrapy.logformatter import LogFormatter, LogFormatterResult
 from twisted.python.failure import Failure
 
-from .config import read_settings
+from .config import settings_of
 from .pipelines import DuplicateDropped
 
 __all__ = ["DedupLogFormatter"]
@@ -32,7 +32,7 @@ class DedupLogFormatter(LogFormatter):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "DedupLogFormatter":
         try:
-            debug = read_settings(crawler.settings).debug
+            debug = settings_of(crawler).debug
         except ValueError:
             # reported by the pipelines, which fail the crawl; logging must not fail first
             debug = False

@@ -39,7 +39,7 @@ from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
 from dedup.workers import WorkerError, WorkerPool
 
-from .config import is_enabled, read_settings
+from .config import is_enabled, settings_of
 from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
 
@@ -148,7 +148,7 @@ class DedupPipeline(_PipelineBase):
         if not is_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is False")
         # bad settings fail here, when the engine is built, before any request is sent
-        s = read_settings(crawler.settings)
+        s = settings_of(crawler)
         return cls(index_uri=s.index, config=s.config, dropped_log=s.dropped_log, html_field=s.html_field,
                    debug=s.debug, crawler=crawler, index_options=backend_options(s.index, s.es_options),
                    spool=s.spool, workers=s.workers)
@@ -325,7 +325,7 @@ class IndexPipeline(_PipelineBase):
     def from_crawler(cls, crawler: Crawler) -> "IndexPipeline":
         if not is_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is False")
-        s = read_settings(crawler.settings)
+        s = settings_of(crawler)
         return cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
                    spool=s.spool, html_field=s.html_field, config=s.config)
 

@@ -7,6 +7,8 @@ command line (``-s CONCURRENT_REQUESTS=1 -s AUTOTHROTTLE_ENABLED=False``). Every
 index location is repeated here.
 """
 
+from index import DEFAULT_INDEX as default_index  # lower case: Scrapy takes upper-case names as settings
+
 BOT_NAME = "crawler"
 
 SPIDER_MODULES = ["crawler.spiders"]
@@ -29,7 +31,7 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 # the request journal (with JOBDIR, nothing lost when a crawl is killed), the honest-end
 # extension and the log formatter; it also checks the DEDUP_* settings before the crawl starts.
 ADDONS = {"crawler.addon.DedupAddon": 100}
-DEDUP_INDEX = "local://.dedup"
+DEDUP_INDEX = default_index  # the default, named here to show where pages go (crawler.config)
 
 FEED_EXPORT_ENCODING = "utf-8"
 # the site spider's transient "html"/"content_type" fields never reach a feed, even with DEDUP_ENABLED=False

@@ -27,7 +27,7 @@ from scrapy.exceptions import NotConfigured
 
 from dedup.page import Page
 
-from .config import is_enabled, read_settings
+from .config import is_enabled, settings_of
 
 __all__ = ["Spool", "SpoolMiddleware", "REPLAY_KEY"]
 
@@ -112,7 +112,7 @@ class SpoolMiddleware:
     def from_crawler(cls, crawler: Crawler) -> "SpoolMiddleware":
         if not is_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is False")
-        mw = cls(spool=read_settings(crawler.settings).spool, crawler=crawler)
+        mw = cls(spool=settings_of(crawler).spool, crawler=crawler)
         crawler.signals.connect(mw.spider_closed, signal=signals.spider_closed)
         return mw
 

@@ -34,23 +34,53 @@ import numpy as np
 from .bits import hamming, sorted_common
 from .features import Features, Featurizer
 from .mrc import signature_cosine
+from .permtables import DEFAULT_BLOCKS, DEFAULT_K
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
-from .extract import DEFAULT_EXTRACTOR, check_extractor
+from .extract import DEFAULT_EXTRACTOR, EXTRACTORS
 from .record import Record
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
 from .tdw import TermVector, cosine
 
-__all__ = ["ALGORITHM", "STATUSES", "DedupConfig", "Verdict", "Deduplicator", "containment"]
+__all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "ConfigError", "DedupConfig", "Verdict", "Deduplicator", "containment"]
 
 ALGORITHM = "dedup-1"
 STATUSES = ("unique", "near_duplicate", "duplicate", "exact_duplicate")
 TITLE_ANCHOR_MODES = ("confirm", "literal", "off")
+_DROPPABLE = tuple(s for s in STATUSES if s != "unique")
+
+#: What each knob accepts: checked once, by :class:`DedupConfig`, and quoted by every error about it
+#: (the crawl's ``DEDUP_*`` settings name their own setting and raw value: ``crawler.config``).
+ACCEPTS = {
+    "t1": "a number in (0, 1]",
+    "t2": "a number in (0, 1]",
+    "reducer_jaccard": "a number in (0, 1]",
+    "max_distance": "an integer >= 0",
+    "knn": "an integer >= 0",
+    "blocks": "an integer >= 1, greater than max_distance and at most 64",
+    "sentence_tolerance": "an integer >= 1, or None",
+    "title_anchor": f"one of {', '.join(TITLE_ANCHOR_MODES)}",
+    "extractor": f"one of {', '.join(EXTRACTORS)}",
+}
+
+
+class ConfigError(ValueError):
+    """A value :class:`DedupConfig` does not accept. ``fields``: the knobs involved (the first one is
+    at fault); ``accepted``: what the first accepts, when the error is about that value alone."""
+
+    def __init__(self, message: str, fields: tuple[str, ...], accepted: str | None = None) -> None:
+        super().__init__(message)
+        self.fields = fields
+        self.accepted = accepted
+
+
+def _bad(name: str, value: Any) -> ConfigError:
+    return ConfigError(f"{name} must be {ACCEPTS[name]}, got {value!r}", (name,), ACCEPTS[name])
 
 
 @dataclass(frozen=True)
 class DedupConfig:
-    """Thresholds and knobs; defaults measured on goldset-dev (README, "Accuracy").
+    """Thresholds and knobs; defaults measured on goldset-dev (docs/accuracy.md).
 
     t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.4).
     max_distance / blocks: simhash tables' k and block count (3, 5: C(5, 3) = 10 tables).
@@ -58,14 +88,16 @@ class DedupConfig:
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
     min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
     max_page_bytes / max_text_chars: input limits, applied before parsing / featurizing (None: off).
-    extractor: main-text extractor for HTML (``resiliparse``; see :mod:`dedup.extract`).
+    extractor: main-text extractor for HTML (:data:`dedup.extract.DEFAULT_EXTRACTOR`; see :mod:`dedup.extract`).
+    Defaults live here (and the tables' k and blocks in :mod:`dedup.permtables`); the crawl's settings
+    table reads them. :data:`ACCEPTS` says what each knob accepts.
     """
 
     weights: Any = "tdw"
     t1: float = 0.8
     t2: float = 0.4
-    max_distance: int = 3
-    blocks: int = 5
+    max_distance: int = DEFAULT_K
+    blocks: int = DEFAULT_BLOCKS
     knn: int = 20
     knn_floor: float = 0.0
     reducer_jaccard: float = 0.1
@@ -80,20 +112,37 @@ class DedupConfig:
     extractor: str = DEFAULT_EXTRACTOR
 
     def __post_init__(self) -> None:
-        check_extractor(self.extractor)
+        """The one validation of the knobs (the crawl's settings only parse their strings before it):
+        raises :class:`ConfigError` naming the knob, the value and what it accepts."""
+        if self.extractor not in EXTRACTORS:
+            raise _bad("extractor", self.extractor)
         for name in ("max_page_bytes", "max_text_chars"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 or None (got {value})")
-        if not 0.0 < self.t2 <= self.t1 <= 1.0:
-            raise ValueError(f"thresholds need 0 < t2 <= t1 <= 1 (got t1={self.t1}, t2={self.t2})")
+                raise ConfigError(f"{name} must be >= 1 or None (got {value})", (name,), "an integer >= 1, or None")
+        for name in ("t1", "t2", "reducer_jaccard"):
+            if not 0.0 < getattr(self, name) <= 1.0:  # NaN fails too
+                raise _bad(name, getattr(self, name))
+        if self.t2 > self.t1:
+            raise ConfigError(f"t2 must be <= t1, got t1={self.t1}, t2={self.t2}", ("t2", "t1"))
+        for name, low in (("max_distance", 0), ("knn", 0), ("blocks", 1)):
+            if getattr(self, name) < low:
+                raise _bad(name, getattr(self, name))
+        # the constraints of dedup.permtables, checked without building its C(blocks, k) tables
+        if not self.max_distance < self.blocks <= 64:
+            raise ConfigError(f"blocks must be greater than max_distance and at most 64 (one block per fingerprint "
+                              f"bit), got blocks={self.blocks}, max_distance={self.max_distance}",
+                              ("blocks", "max_distance"))
+        if self.sentence_tolerance is not None and self.sentence_tolerance < 1:
+            raise _bad("sentence_tolerance", self.sentence_tolerance)
         if self.title_anchor not in TITLE_ANCHOR_MODES:
-            raise ValueError(f"title_anchor must be one of {', '.join(TITLE_ANCHOR_MODES)} (got {self.title_anchor!r})")
-        if self.knn < 0:
-            raise ValueError(f"knn must be >= 0 (got {self.knn})")
-        bad = set(self.drop) - set(STATUSES)
-        if bad:
-            raise ValueError(f"drop lists unknown statuses {sorted(bad)}; valid: {', '.join(STATUSES)}")
+            raise _bad("title_anchor", self.title_anchor)
+        for status in self.drop:
+            if status == "unique":
+                raise ConfigError(f"drop: 'unique' cannot be dropped (nothing would ever be kept); "
+                                  f"valid: {', '.join(_DROPPABLE)}", ("drop",))
+            if status not in STATUSES:
+                raise ConfigError(f"drop: unknown status {status!r}; valid: {', '.join(_DROPPABLE)}", ("drop",))
 
     def thresholds(self) -> dict[str, Any]:
         return {"t1": self.t1, "t2": self.t2, "max_distance": self.max_distance, "knn": self.knn,

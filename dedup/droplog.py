@@ -1,4 +1,7 @@
-"""The dropped-page log: writing, reading, folding, filtering, summarising, and restoring pages from it.
+"""The dropped-page log's format: writing its lines and reading them back, folded per URL.
+
+Filtering and summarising entries (:mod:`dedup.cli.summary`) and restoring pages
+(:mod:`dedup.cli.restore`) belong to the ``dedup`` command, which alone may open an index.
 
 The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWriter` only:
 
@@ -33,37 +36,27 @@ The **score** of an entry (filters, histogram) is the verdict's word-shingle con
 ``content_hash`` rule (same normalised main text) carry no containment: they count as 1.0.
 Other verdicts without one (``title_anchor`` in ``literal`` mode) have no score.
 
-This module imports neither scrapy nor elasticsearch; ``index`` is imported inside
-:func:`restore` only.
+This module imports neither scrapy, elasticsearch nor ``index``: the crawl's pipeline and a
+reindex (``index.elastic.reindex``) write through it.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, time as dtime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator
 from urllib.parse import urlsplit
 
 from .page import Page
-from .record import epoch_seconds
-from .sources import Source, features_from_source, page_fields, page_from_source
+from .sources import Source, page_fields, page_from_source
 
 __all__ = [
-    "Entry", "VerdictFields", "LogProblem", "DropLog", "Filter", "read_log", "iter_lines", "score_of", "host_of",
-    "parse_when", "histogram", "histogram_floor", "text_histogram", "summarize", "append_event", "append_events", "drop_line",
-    "page_from_item", "restore", "RestoreResult", "restored_dedup", "iso_now", "STATES", "DropLogWriter",
-    "index_identity",
+    "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
+    "parse_time", "append_event", "append_events", "drop_line", "page_from_item", "iso_now", "STATES", "RESTORED",
+    "DropLogWriter", "index_identity",
 ]
-
-try:
-    from .store import KeyTaken  # raised by DedupIndex.add when another record holds the content
-except ImportError:  # an index without content claims never raises it
-    class KeyTaken(Exception):  # type: ignore[no-redef]
-        record_id: int = 0
 
 STATES = ("dropped", "restored")
 RESTORED = "restored"
@@ -87,27 +80,6 @@ def parse_time(value: Any) -> datetime | None:
     return parsed.astimezone(timezone.utc)
 
 
-def parse_when(text: str, *, end: bool = False) -> datetime:
-    """A ``--since``/``--until`` argument: an ISO date (``2026-11-21``) or date-time
-    (``2026-11-21T09:30``, ``...Z``, ``...+02:00``); times without a zone are UTC.
-
-    With ``end=True`` a bare date means the end of that day (``--until 2026-11-21`` includes
-    the whole day).  Raises ValueError with the accepted forms.
-    """
-    raw = text.strip()
-    try:
-        if len(raw) == 10 and raw[4] == "-" and raw[7] == "-":
-            day = date.fromisoformat(raw)
-            moment = datetime.combine(day, dtime.min, tzinfo=timezone.utc)
-            return moment + timedelta(days=1) - timedelta(microseconds=1) if end else moment
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except (ValueError, IndexError):
-        raise ValueError(f"not an ISO date or date-time: {text!r} (e.g. 2026-11-21 or 2026-11-21T09:30Z)") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
-
-
 def score_of(verdict: dict[str, Any]) -> float | None:
     """The verdict's containment score (see the module docstring), or None."""
     scores = verdict.get("scores") or {}
@@ -119,7 +91,7 @@ def score_of(verdict: dict[str, Any]) -> float | None:
     return None
 
 
-def _host_port(url: str) -> tuple[str, int | None]:
+def host_port(url: str) -> tuple[str, int | None]:
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
@@ -131,7 +103,7 @@ def _host_port(url: str) -> tuple[str, int | None]:
 
 def host_of(url: str) -> str:
     """``host`` or ``host:port`` of ``url``, lowercased (what stats count and ``--host`` matches)."""
-    host, port = _host_port(url)
+    host, port = host_port(url)
     return f"{host}:{port}" if port else host
 
 
@@ -327,129 +299,6 @@ def read_log(path: str | os.PathLike) -> DropLog:
     return log
 
 
-@dataclass
-class Filter:
-    """Which entries a command looks at; every given criterion must hold (values within one
-    criterion are alternatives).  ``states``: ``dropped`` and/or ``restored``."""
-
-    rules: Sequence[str] = ()
-    statuses: Sequence[str] = ()
-    hosts: Sequence[str] = ()
-    min_score: float | None = None
-    max_score: float | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    states: Sequence[str] = ("dropped",)
-
-    def __post_init__(self) -> None:
-        bad = set(self.states) - set(STATES)
-        if bad:
-            raise ValueError(f"unknown states {sorted(bad)}; valid: {', '.join(STATES)}")
-        if self.min_score is not None and self.max_score is not None and self.min_score > self.max_score:
-            raise ValueError(f"--min-score {self.min_score} is above --max-score {self.max_score}")
-        if self.since is not None and self.until is not None and self.since > self.until:
-            raise ValueError(f"--since {self.since.isoformat()} is after --until {self.until.isoformat()}")
-
-    def __call__(self, entry: Entry) -> bool:
-        if self.states and entry.state not in self.states:
-            return False
-        if self.rules and entry.rule not in self.rules:
-            return False
-        if self.statuses and entry.status not in self.statuses:
-            return False
-        if self.hosts and not _host_matches(entry.url, self.hosts):
-            return False
-        if (self.min_score is not None or self.max_score is not None) and not _within(
-                entry.score, self.min_score, self.max_score):
-            return False
-        if (self.since is not None or self.until is not None) and not _within(entry.when, self.since, self.until):
-            return False
-        return True
-
-    def apply(self, entries: Iterable[Entry]) -> list[Entry]:
-        return [e for e in entries if self(e)]
-
-
-def _within(value: Any, lo: Any, hi: Any) -> bool:
-    """``value`` is known and not below ``lo`` nor above ``hi`` (None: no bound)."""
-    if value is None:
-        return False
-    return not ((lo is not None and value < lo) or (hi is not None and value > hi))
-
-
-def _host_matches(url: str, hosts: Sequence[str]) -> bool:
-    """``--host`` values match the host, ``host:port``, or a parent domain (``example.org``
-    matches ``news.example.org``), case-insensitively."""
-    name, port = _host_port(url)
-    full = f"{name}:{port}" if port else name
-    for want in hosts:
-        w = want.strip().lower()
-        if w in (full, name) or name.endswith("." + w):
-            return True
-    return False
-
-
-def histogram(scores: Iterable[float], bins: int = 10, lo: float = 0.0, hi: float = 1.0) -> list[tuple[float, float, int]]:
-    """``(low, high, count)`` per equal-width bin of [lo, hi]; ``hi`` falls in the last bin."""
-    if bins < 1:
-        raise ValueError(f"bins must be >= 1 (got {bins})")
-    width = (hi - lo) / bins
-    counts = [0] * bins
-    for s in scores:
-        i = int((s - lo) / width + 1e-9) if width else 0  # 1e-9: 0.98 on a 0.02 grid is bin 9, not 8
-        counts[min(max(i, 0), bins - 1)] += 1
-    return [(round(lo + i * width, 6), round(lo + (i + 1) * width, 6), counts[i]) for i in range(bins)]
-
-
-def text_histogram(bins: list[tuple[float, float, int]], width: int = 40) -> list[str]:
-    """One line per bin: ``0.90-1.00 ###### 12``."""
-    top = max((c for _, _, c in bins), default=0)
-    lines = []
-    for i, (a, b, c) in enumerate(bins):
-        bar = "#" * (round(c / top * width) if top else 0)
-        if c and not bar:
-            bar = "#"
-        close = "]" if i == len(bins) - 1 else ")"
-        lines.append(f"[{a:.2f}, {b:.2f}{close} {bar:<{width}} {c}")
-    return lines
-
-
-def histogram_floor(scores: Sequence[float]) -> float:
-    """Where a score histogram starts: the tenth below the lowest score, at most 0.9 (drops
-    are mostly high scores, so [0, 1] would leave most bins empty)."""
-    if not scores:
-        return 0.0
-    return max(0.0, min(math.floor(min(scores) * 10) / 10, 0.9))
-
-
-def summarize(entries: Sequence[Entry], bins: int = 10, lo: float | None = None) -> dict[str, Any]:
-    """Counts by state, status, rule and host, and the score distribution of ``entries``
-    (``bins`` equal bins over [``lo``, 1]; ``lo`` by default :func:`histogram_floor`)."""
-    scores = [s for s in (e.score for e in entries) if s is not None]
-    if lo is None:
-        lo = histogram_floor(scores)
-    times = [e.time for e in entries if e.when is not None]
-    return {
-        "pages": len(entries),
-        "drops": sum(e.drops for e in entries),
-        "by_state": dict(Counter(e.state for e in entries).most_common()),
-        "by_status": dict(Counter(e.status for e in entries).most_common()),
-        "by_rule": dict(Counter(e.rule for e in entries).most_common()),
-        "by_host": dict(Counter(e.host for e in entries).most_common()),
-        "score": {
-            "name": "containment",
-            "scored": len(scores),
-            "unscored": len(entries) - len(scores),
-            "min": min(scores) if scores else None,
-            "max": max(scores) if scores else None,
-            "mean": round(sum(scores) / len(scores), 4) if scores else None,
-            "histogram": [{"low": a, "high": b, "count": c} for a, b, c in histogram(scores, bins, lo)],
-        },
-        "first": min(times, key=parse_time) if times else None,
-        "last": max(times, key=parse_time) if times else None,
-    }
-
-
 # -- writing ---------------------------------------------------------------------------------------
 def index_identity(uri: str) -> str:
     """``uri`` as a dropped log records which index a page was dropped from, so that two spellings of
@@ -545,157 +394,8 @@ def append_events(path: str | os.PathLike, events: Iterable[dict[str, Any]]) -> 
         os.close(fd)
 
 
-# -- restoring -------------------------------------------------------------------------------------
+# -- rebuilding ------------------------------------------------------------------------------------
 def page_from_item(item: dict[str, Any], page: dict[str, Any] | None = None) -> Page:
     """A :class:`~dedup.page.Page` of a logged item's ``url``, ``title`` and ``text`` (and its logged
     tagged fields ``page``), through :func:`dedup.sources.page_from_source`."""
     return page_from_source(Source.from_logged(item, page))
-
-
-def restored_dedup(verdict: dict[str, Any], when: str) -> dict[str, Any]:
-    """The ``dedup`` dict of a restored page's search document: status ``restored``, kept, with
-    the original verdict under ``original``."""
-    return {"status": RESTORED, "duplicate_of": verdict.get("duplicate_of"), "rule": verdict.get("rule"),
-            "scores": verdict.get("scores") or {}, "kept": True, "restored_at": when, "original": verdict}
-
-
-@dataclass
-class RestoreResult:
-    url: str
-    outcome: str  # "restored", "already_restored", "not_found", "refused", "error"
-    message: str
-    record_id: int | None = None
-    index: str | None = None  # the index written (restored) or refused
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "outcome": self.outcome, "message": self.message, "record_id": self.record_id,
-                "index": self.index}
-
-
-def restore(log: DropLog, urls: Sequence[str], index_uri: str, *, weights: Any = "tdw", force: bool = False,
-            progress: Callable[[int, int], None] | None = None) -> list[RestoreResult]:
-    """Put the dropped pages ``urls`` back: into the dedup index (a record made from the logged
-    title, text and tagged fields), into the search index (document with ``dedup.status ==
-    "restored"``), and mark them restored in the log (an appended event naming the index).
-    Works through the :class:`~index.base.DedupIndex`/:class:`~index.base.SearchIndex` Protocols only.
-
-    Safe: an index that does not exist, or that is not the one a page was dropped from (the drop
-    line's ``index``), is refused (outcome ``refused``, the entry stays restorable) unless ``force``;
-    ``force`` creates a missing index. Safe to repeat: an entry already restored into this index is
-    reported, not added again; a restore interrupted after the index writes is completed without a
-    second record (the dedup index is asked, by content hash, whether it already holds this URL's record).
-    """
-    from index import open_index, open_search  # lazy: dedup's modules do not import index
-
-    from .deduplicator import DedupConfig
-
-    target = index_identity(index_uri)
-    results: list[RestoreResult] = []
-    todo: list[Entry] = []
-    seen: set[str] = set()
-    for url in urls:
-        entry = log.get(url)
-        if url in seen:
-            continue
-        seen.add(url)
-        if entry is None:
-            results.append(RestoreResult(url, "not_found", f"{url} is not in the dropped log {log.path}"))
-        elif entry.state == RESTORED and entry.restored_into in (None, target):
-            results.append(RestoreResult(url, "already_restored",
-                                         f"{url} was already restored at {entry.restored_at or '(unknown time)'}"
-                                         f" into {entry.restored_into or '(index not recorded)'}; nothing added",
-                                         index=entry.restored_into))
-        else:
-            todo.append(entry)
-    if todo and not force:
-        exists = _exists(open_search, index_uri)
-        ok = []
-        for entry in todo:
-            if not exists:
-                results.append(RestoreResult(
-                    entry.url, "refused", f"{entry.url}: there is no index at {target} (the page was dropped from "
-                    f"{entry.index or 'an index its log line does not name'}); nothing restored (--force creates it)",
-                    index=target))
-            elif entry.index and entry.index != target:
-                results.append(RestoreResult(
-                    entry.url, "refused", f"{entry.url} was dropped from {entry.index}, not from {target}; nothing "
-                    f"restored (--force restores it into {target} anyway)", index=target))
-            else:
-                ok.append(entry)
-        todo = ok
-    if not todo:
-        return results
-    config = DedupConfig(weights=weights)
-    index = open_index(index_uri)
-    try:
-        search = open_search(index_uri)
-        try:
-            for n, entry in enumerate(todo, 1):
-                results.append(_restore_one(log, entry, index, search, config, target))
-                if progress:
-                    progress(n, len(todo))
-        finally:
-            search.flush()
-            search.close()
-    finally:
-        index.flush()
-        index.close()
-    return results
-
-
-def _exists(open_search: Callable[..., Any], uri: str) -> bool:
-    """Whether the search index at ``uri`` exists (opened read-only: never created)."""
-    try:
-        open_search(uri, readonly=True).close()
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: Any, target: str) -> RestoreResult:
-    source = log.source(entry)
-    if not source.has_content:
-        return RestoreResult(entry.url, "error", f"line {entry.line} logs no title or text for {entry.url}; "
-                             "nothing to restore")
-    item = log.item(entry)
-    page, features = features_from_source(source, config)
-    when = iso_now()
-    fetched_at = epoch_seconds(item.get("fetched_at"))
-    record_id = _existing_record(index, entry.url, features.content_hash)
-    if record_id is None:
-        record = features.to_record(page, status=entry.status or "exact_duplicate",
-                                    duplicate_of=entry.duplicate_of, fetched_at=fetched_at)
-        record.extra["restored_at"] = when
-        try:
-            record_id = index.add(record)
-        except KeyTaken as exc:
-            # another record holds this content; a kept exact duplicate claims none: store it as one
-            holder = index.get([exc.record_id])
-            record.status = "exact_duplicate"
-            record.duplicate_of = holder[0].url if holder else entry.duplicate_of
-            record_id = index.add(record)
-    doc = {"url": entry.url, "title": page.title, "text": page.text,
-           "fetched_at": fetched_at, "dedup": restored_dedup(entry.verdict, when)}
-    source = item.get("source")
-    if isinstance(source, dict) and item.get("id") is not None:
-        # a reindex's log: the whole original document, under its original _id
-        search.add({**source, "url": source.get("url", entry.url), "dedup": doc["dedup"]}, doc_id=str(item["id"]))
-    else:
-        search.add(doc)
-    search.flush()  # durable before the log says so (a backend may buffer adds)
-    append_event(log.path, {"event": RESTORED, "url": entry.url, "time": when, "record_id": record_id,
-                            "index": target})
-    entry.state, entry.restored_at, entry.restored_into = RESTORED, when, target
-    return RestoreResult(entry.url, "restored", f"{entry.url} restored into {target} (dedup record {record_id})",
-                         record_id, target)
-
-
-def _existing_record(index: Any, url: str, content_hash: str) -> int | None:
-    """The id of a record for ``url`` with ``content_hash`` already in the index, or None."""
-    if not content_hash:
-        return None
-    ids = index.lookup("content_hash", content_hash)
-    for record in index.get(ids):
-        if record.url == url:
-            return record.id
-    return None

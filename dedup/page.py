@@ -18,7 +18,7 @@ from .text import split_sentences
 
 __all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
 
-#: Input limits (README, "Bad input and limits"). A body longer than MAX_PAGE_BYTES is cut there
+#: Input limits (docs/reliability.md, "Input limits"). A body longer than MAX_PAGE_BYTES is cut there
 #: before decoding and parsing; main text longer than MAX_TEXT_CHARS is cut before featurizing.
 #: Measured: a 20 MB page takes minutes to parse and featurize uncut, seconds cut at 5 MB.
 MAX_PAGE_BYTES = 5_000_000

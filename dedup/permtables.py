@@ -71,7 +71,13 @@ import numpy as np
 
 from .bits import MASK64, hamming, to_uint64
 
-__all__ = ["PermutationTables", "TableShard", "query_shards"]
+__all__ = ["PermutationTables", "TableShard", "query_shards", "DEFAULT_K", "DEFAULT_BLOCKS"]
+
+#: The one home of the tables' defaults (DedupConfig, the indexes and the settings table read them):
+#: Hamming distance k = 3 and 5 blocks, C(5, 3) = 10 tables (the paper's 6 blocks make 20; 5 measured
+#: better, docs/performance.md).
+DEFAULT_K = 3
+DEFAULT_BLOCKS = 5
 
 _U64 = np.uint64
 _ROW_BITS = 32  # low bits of an entry: row number, so at most 2**32 rows per shard
@@ -305,7 +311,7 @@ class TableShard:
     belong to it in at least one table.
     """
 
-    def __init__(self, k: int = 3, blocks: int = 6, *, f: int = 64, shard_bits: int = 0,
+    def __init__(self, k: int = DEFAULT_K, blocks: int = DEFAULT_BLOCKS, *, f: int = 64, shard_bits: int = 0,
                  index: int = 0, buffer_size: int = 4096):
         self._layout = _layout(k, blocks, f, shard_bits)
         if not 0 <= index < 2**shard_bits:
@@ -512,7 +518,7 @@ class PermutationTables:
     entries (default 4096; queries scan up to that many rows by brute force).
     """
 
-    def __init__(self, k: int = 3, blocks: int = 6, *, f: int = 64, shard_bits: int = 0,
+    def __init__(self, k: int = DEFAULT_K, blocks: int = DEFAULT_BLOCKS, *, f: int = 64, shard_bits: int = 0,
                  buffer_size: int = 4096):
         self._layout = _layout(k, blocks, f, shard_bits)
         if buffer_size < 1:

@@ -28,8 +28,8 @@ from .extract import DEFAULT_EXTRACTOR
 from .features import Featurizer
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, text_page
 
-__all__ = ["Source", "page_from_source", "features_from_source", "prepare", "featurizer_for", "LazyFeaturizer",
-           "page_fields", "field_value", "PAGE_FIELDS"]
+__all__ = ["Source", "page_from_source", "features_from_source", "prepare", "featurizer_for", "make_featurizer",
+           "LazyFeaturizer", "page_fields", "field_value", "PAGE_FIELDS"]
 
 #: Page fields a dropped-log line keeps beside ``title`` and ``text``: what a Page parsed from HTML has
 #: and a title/text page lacks. ``url_tokens`` and ``sentences`` are left out: both are derived again
@@ -147,7 +147,15 @@ def field_value(doc: Mapping[str, Any], name: str) -> Any:
 
 
 # -- features, where a worker process can compute them --------------------------------------------
-_featurizers: dict[tuple, Featurizer] = {}
+#: the featurizers of a worker process (see :func:`featurizer_for`); a process with an object to keep
+#: one on (LazyFeaturizer, a Deduplicator, a restore) keeps it there instead
+_worker_featurizers: dict[tuple, Featurizer] = {}
+
+
+def make_featurizer(config: Any) -> Featurizer:
+    """A new :class:`~dedup.features.Featurizer` with ``config``'s settings (``weights``, ``shingle``,
+    ``sketch``): it loads the normaliser's word tables and the reference text (~0.3 s, ~180 MB)."""
+    return Featurizer(weights=config.weights, shingle=config.shingle, sketch=config.sketch)
 
 
 def features_from_source(source: Source, config: Any) -> tuple[Page, Any]:
@@ -166,24 +174,28 @@ def prepare(config: Any) -> None:
 
 
 class LazyFeaturizer:
-    """Calls :func:`featurizer_for` ``(config)`` on first use: for a process whose features are computed
-    elsewhere (worker processes) and that needs its own featurizer only as a fallback; a Featurizer holds
-    ~180 MB of word tables."""
+    """Makes its featurizer (:func:`make_featurizer`) on first use and keeps it: for a process whose
+    features are computed elsewhere (worker processes) and that needs its own featurizer only as a
+    fallback; a Featurizer holds ~180 MB of word tables."""
 
     def __init__(self, config: Any) -> None:
         self.config = config
+        self._featurizer: Featurizer | None = None
 
     def __call__(self, page: Page) -> Any:
-        return featurizer_for(self.config)(page)
+        if self._featurizer is None:
+            self._featurizer = make_featurizer(self.config)
+        return self._featurizer(page)
 
 
 def featurizer_for(config: Any) -> Featurizer:
-    """The :class:`~dedup.features.Featurizer` of ``config``'s settings, made once per process
-    (it loads the normaliser's word tables and the reference text, ~0.3 s). A per-process cache of a
-    pure computation, not dedup state: every process that featurizes with the same settings agrees."""
+    """The :class:`~dedup.features.Featurizer` of ``config``'s settings, made once per process: what
+    :func:`features_from_source` uses, a module-level function a worker pool runs, which has no object to
+    keep it on (the worker process is that object). A cache of a pure computation, not dedup state: every
+    process that featurizes with the same settings agrees."""
     weights = config.weights
     key = (repr(sorted(weights.items())) if isinstance(weights, Mapping) else weights, config.shingle, config.sketch)
-    featurizer = _featurizers.get(key)
+    featurizer = _worker_featurizers.get(key)
     if featurizer is None:
-        featurizer = _featurizers[key] = Featurizer(weights=weights, shingle=config.shingle, sketch=config.sketch)
+        featurizer = _worker_featurizers[key] = make_featurizer(config)
     return featurizer

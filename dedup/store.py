@@ -9,7 +9,7 @@ from typing import Iterable, Protocol, runtime_checkable
 
 import numpy as np
 
-from .permtables import PermutationTables
+from .permtables import DEFAULT_BLOCKS, DEFAULT_K, PermutationTables
 from .record import Record
 
 __all__ = ["DedupIndex", "MemoryIndex", "EXACT_KEYS", "KeyTaken", "claims_content", "check_reference"]
@@ -84,7 +84,7 @@ class DedupIndex(Protocol):
 class MemoryIndex:
     """A :class:`DedupIndex` held in process memory (tests, evaluation, small jobs)."""
 
-    def __init__(self, *, k: int = 3, blocks: int = 6) -> None:
+    def __init__(self, *, k: int = DEFAULT_K, blocks: int = DEFAULT_BLOCKS) -> None:
         self.tables = PermutationTables(k=k, blocks=blocks)
         self._records: dict[int, Record] = {}
         self._keys: dict[tuple[str, str], list[int]] = {}

@@ -13,9 +13,11 @@ from urllib.parse import urlsplit
 
 from .base import DedupIndex, SearchIndex
 
-__all__ = ["open_index", "open_search", "SCHEMES", "DedupIndex", "SearchIndex", "default_dropped_log"]
+__all__ = ["open_index", "open_search", "SCHEMES", "DEFAULT_INDEX", "DedupIndex", "SearchIndex", "default_dropped_log"]
 
 SCHEMES = ("local", "http", "https", "es")
+#: the index a crawl (DEDUP_INDEX) and every `dedup` command use when none is named
+DEFAULT_INDEX = "local://.dedup"
 
 
 def _scheme(uri: str) -> str:

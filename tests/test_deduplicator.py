@@ -96,7 +96,7 @@ def test_config_validation_quotes_values():
         DedupConfig(t1=0.2, t2=0.5)
     with pytest.raises(ValueError, match="title_anchor"):
         DedupConfig(title_anchor="sometimes")
-    with pytest.raises(ValueError, match="unknown statuses"):
+    with pytest.raises(ValueError, match="unknown status .dupe."):
         DedupConfig(drop=("dupe",))
 
 

@@ -13,7 +13,8 @@ import pytest
 from conftest import ALL_PATHS, MANIFEST
 from crawler.sample_site import manifest_key
 from dedup import droplog
-from dedup.cli import main
+from dedup.cli import main, summary
+from dedup.cli.restore import restore
 from dedup.store import MemoryIndex
 from index import open_index, open_search
 
@@ -435,13 +436,15 @@ def test_restore_interrupted_before_the_log_event_adds_no_second_copy(work, firs
     def crash(*a, **k):
         raise OSError("disk full")
 
+    from dedup.cli import restore as restore_module
+
     with monkeypatch.context() as m:
-        m.setattr(droplog, "append_event", crash)
+        m.setattr(restore_module, "append_event", crash)
         with pytest.raises(OSError):
-            droplog.restore(droplog.read_log(log), [url], uri)
+            restore(droplog.read_log(log), [url], uri)
     assert len(_records(index_dir)) == before + 1  # the index writes happened, the event did not
     assert droplog.read_log(log).get(url).state == "dropped"
-    results = droplog.restore(droplog.read_log(log), [url], uri)
+    results = restore(droplog.read_log(log), [url], uri)
     assert [r.outcome for r in results] == ["restored"]
     assert len(_records(index_dir)) == before + 1
     assert droplog.read_log(log).get(url).state == "restored"
@@ -493,27 +496,27 @@ class DictSearch:
 @CRAWL
 def test_restore_uses_only_the_protocols(first, monkeypatch, tmp_path):
     """Any backend open_index/open_search return works, e.g. Elasticsearch's http:// URIs."""
-    import index
+    from dedup.cli import restore as restore_module  # where restore finds the backends
 
     log = tmp_path / "dropped.jsonl"
     shutil.copy(first.dropped_log, log)
     dedup_index, search = MemoryIndex(), DictSearch()
     opened = []
-    monkeypatch.setattr(index, "open_index", lambda uri, **kw: opened.append(("index", uri, kw)) or dedup_index)
-    monkeypatch.setattr(index, "open_search", lambda uri, **kw: opened.append(("search", uri, kw)) or search)
+    monkeypatch.setattr(restore_module, "open_index", lambda uri, **kw: opened.append(("index", uri, kw)) or dedup_index)
+    monkeypatch.setattr(restore_module, "open_search", lambda uri, **kw: opened.append(("search", uri, kw)) or search)
     uri = "http://127.0.0.1:9/crawl"
     urls = [d["url"] for d in first.dropped]
     # the pages were dropped from a local index: restoring them elsewhere is deliberate (force)
-    assert {r.outcome for r in droplog.restore(droplog.read_log(log), urls, uri)} == {"refused"}
+    assert {r.outcome for r in restore(droplog.read_log(log), urls, uri)} == {"refused"}
     assert opened == [("search", uri, {"readonly": True})]  # only looked whether it exists
     opened.clear()
-    results = droplog.restore(droplog.read_log(log), urls, uri, force=True)
+    results = restore(droplog.read_log(log), urls, uri, force=True)
     assert [r.outcome for r in results] == ["restored"] * len(urls)
     assert opened == [("index", uri, {}), ("search", uri, {})]
     assert len(dedup_index) == len(urls) and search.count() == len(urls)
     assert {r.url for r in dedup_index.get(range(1, len(urls) + 1))} == set(urls)
     assert {d["dedup"]["status"] for d in search.docs.values()} == {"restored"}
-    again = droplog.restore(droplog.read_log(log), urls, uri)
+    again = restore(droplog.read_log(log), urls, uri)
     assert {r.outcome for r in again} == {"already_restored"} and len(dedup_index) == len(urls)
 
 
@@ -554,25 +557,25 @@ def test_restore_into_elasticsearch(es_index_uri, tmp_path, capsys):
 # -- library details (no crawl) -------------------------------------------------------------------
 def test_parse_when_scores_hosts_and_histogram_edges():
     utc = timezone.utc
-    assert droplog.parse_when("2026-11-21") == datetime(2026, 11, 21, tzinfo=utc)
-    assert droplog.parse_when("2026-11-21", end=True) == datetime(2026, 11, 21, 23, 59, 59, 999999, tzinfo=utc)
-    assert droplog.parse_when("2026-11-21T10:30+02:00") == datetime(2026, 11, 21, 8, 30, tzinfo=utc)
-    assert droplog.parse_when("2026-11-21T08:30:00Z") == droplog.parse_when("2026-11-21T08:30")
+    assert summary.parse_when("2026-11-21") == datetime(2026, 11, 21, tzinfo=utc)
+    assert summary.parse_when("2026-11-21", end=True) == datetime(2026, 11, 21, 23, 59, 59, 999999, tzinfo=utc)
+    assert summary.parse_when("2026-11-21T10:30+02:00") == datetime(2026, 11, 21, 8, 30, tzinfo=utc)
+    assert summary.parse_when("2026-11-21T08:30:00Z") == summary.parse_when("2026-11-21T08:30")
     with pytest.raises(ValueError, match="not an ISO date"):
-        droplog.parse_when("21/11/2026")
+        summary.parse_when("21/11/2026")
     assert droplog.score_of({"rule": "content_hash", "scores": {"content_hash": "ab"}}) == 1.0
     assert droplog.score_of({"rule": "containment>=t2", "scores": {"containment": 0.52}}) == 0.52
     assert droplog.score_of({"rule": "title_anchor", "scores": {"title_key": "k"}}) is None
     assert droplog.host_of("https://News.Example.org:8443/a") == "news.example.org:8443"
     assert droplog.host_of("http://[::1]:8080/x") == "[::1]:8080"
-    f = droplog.Filter(hosts=["example.org"])
+    f = summary.Filter(hosts=["example.org"])
     entry = lambda url: droplog.Entry(url, "", {}, "", 1, 0)  # noqa: E731
     assert f(entry("https://news.example.org/a")) and f(entry("http://example.org:81/"))
     assert not f(entry("http://badexample.org/"))
-    assert droplog.Filter(hosts=["[::1]:8080"])(entry("http://[::1]:8080/x"))
-    bins = droplog.histogram([0.8, 0.98, 1.0, 0.5], bins=10, lo=0.8)
+    assert summary.Filter(hosts=["[::1]:8080"])(entry("http://[::1]:8080/x"))
+    bins = summary.histogram([0.8, 0.98, 1.0, 0.5], bins=10, lo=0.8)
     assert [c for _, _, c in bins] == [2, 0, 0, 0, 0, 0, 0, 0, 0, 2]  # below lo: first bin; 1.0: last
-    assert droplog.histogram_floor([0.83, 1.0]) == 0.8 and droplog.histogram_floor([1.0]) == 0.9
+    assert summary.histogram_floor([0.83, 1.0]) == 0.8 and summary.histogram_floor([1.0]) == 0.9
 
 
 

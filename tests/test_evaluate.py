@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from dedup.cli import main
-from dedup.evaluate import evaluate, metric
+from dedup.cli.evaluate import evaluate, metric
 
 GOLDSET = Path(__file__).resolve().parents[2] / "shared" / "data" / "goldset-dev"
 

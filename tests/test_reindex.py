@@ -404,7 +404,7 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
     """After a resume the bar starts where the run starts: skipped documents make no rate or ETA."""
     import io
 
-    from dedup.commands.reindex import bar_progress
+    from dedup.cli.commands.reindex import bar_progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -18,7 +18,8 @@ import pytest
 from browser import Browser, chromium_path
 from dedup import droplog
 from dedup.cli import main
-from dedup.worddiff import diff_rows, tokens
+from dedup.cli.restore import restore
+from dedup.cli.worddiff import diff_rows, tokens
 
 CRAWL = pytest.mark.crawl
 FLAGGED = ("near_duplicate", "duplicate")
@@ -230,7 +231,7 @@ def test_report_counts_restored_pages_as_the_list_shows_them(crawled, capsys, tm
     uri = f"local://{tmp_path / 'index'}"
     restored = crawled.dropped[1]["url"]
     # into a copy of the crawl's index, which the log does not name: deliberate, so forced
-    assert [r.outcome for r in droplog.restore(droplog.read_log(log), [restored], uri, force=True)] == ["restored"]
+    assert [r.outcome for r in restore(droplog.read_log(log), [restored], uri, force=True)] == ["restored"]
     html, out, err = report(capsys, log, tmp_path / "report.html", "--index", uri, "--limit", "2")
     page = Page(html)
     n = len(crawled.dropped)

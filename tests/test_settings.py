@@ -326,3 +326,17 @@ def test_scrapy_crawl_warns_about_a_misspelt_setting(site_url, crawl, tmp_path):
     result = crawl(site_url, tmp_path, "DEDUP_ENABLE=False", "LOG_LEVEL=INFO")
     assert result.returncode == 0, result.log[-2000:]
     assert "Unknown setting DEDUP_ENABLE='False'; did you mean DEDUP_ENABLED?" in result.log
+
+
+def test_settings_are_parsed_once_per_crawler():
+    from crawler.config import settings_of
+
+    class Unbuilt:  # a crawler whose settings may still change
+        settings = Settings({"DEDUP_T1": "0.9"})
+
+    assert settings_of(Unbuilt) is not settings_of(Unbuilt)
+    crawler = get_crawler(settings_dict={"DEDUP_T1": "0.9"})
+    crawler.settings.freeze()
+    first = settings_of(crawler)
+    assert first is settings_of(crawler) and first.config.t1 == 0.9
+    assert settings_of(get_crawler(settings_dict={"DEDUP_T1": "0.9"})) is not first  # each crawler its own

@@ -127,3 +127,15 @@ def test_index_identity_compares_spellings_of_one_index(tmp_path, monkeypatch):
     assert index_identity("local://.dedup") == f"local://{tmp_path}/.dedup" == index_identity(f"local://{tmp_path}/.dedup")
     assert index_identity("es://Search.example/pages") == "http://search.example:9200/pages"
     assert index_identity("https://user:secret@search.example:9243/pages/") == "https://search.example:9243/pages"
+
+
+def test_lazy_featurizer_makes_its_own_on_first_use_and_keeps_it():
+    from dedup.sources import LazyFeaturizer, featurizer_for
+
+    config = DedupConfig()
+    lazy = LazyFeaturizer(config)
+    assert lazy._featurizer is None  # nothing loaded until a worker fails and this process must featurize
+    page = page_from_source(Source(URL, html=HTML), config)
+    first = lazy(page)
+    assert lazy._featurizer is not None and lazy._featurizer is not featurizer_for(config)  # not the worker cache
+    assert lazy(page).simhash == first.simhash == featurizer_for(config)(page).simhash

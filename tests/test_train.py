@@ -14,9 +14,9 @@ from dedup.mrc import (REFERENCE_ENV, IncompatibleSignature, _gram_id, Reference
                        gram_counts, gram_text, tfidf_grams)
 from dedup.page import parse_page
 from dedup.store import MemoryIndex
-from dedup.train import (PairSet, TrainConfig, crossover, initial_population, load_corpus, mae_of_reference, mutate,
+from dedup.train.genetic import (PairSet, TrainConfig, crossover, initial_population, load_corpus, mae_of_reference, mutate,
                          reference_from_genes, tfidf_pool, train_reference)
-from dedup.train import _offspring
+from dedup.train.genetic import _offspring
 
 WORDS = ("river bridge council harbour repairs spring engineers cables inspection autumn ferries buses shops "
          "trade mayor closure safety budget bakery prize sourdough crust flavour classes residents award oven "

@@ -7,6 +7,7 @@ index, ``NAME-dedup`` the dedup records.  Modules: :mod:`.connect` (URIs, retrie
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from .connect import IndexUnavailable, connect, parse_uri
@@ -14,7 +15,7 @@ from .records import ElasticIndex
 from .search import BulkIndexError, ElasticSearch
 
 __all__ = ["open_dedup", "open_search", "dedup_name", "ElasticIndex", "ElasticSearch", "IndexUnavailable",
-           "BulkIndexError", "CONNECT_OPTIONS", "parse_uri"]
+           "BulkIndexError", "CONNECT_OPTIONS", "ES_OPTIONS", "option_defaults", "parse_uri"]
 
 #: options that go to the client connection (:func:`~index.elastic.connect.connect`)
 CONNECT_OPTIONS = ("api_key", "ca_certs", "verify_certs", "request_timeout", "retry_seconds")
@@ -23,6 +24,18 @@ DEDUP_OPTIONS = ("k", "blocks", "refresh_every", "shards", "replicas")
 SEARCH_OPTIONS = ("bulk_size", "shards", "replicas", "readonly", "create")
 #: what DEDUP_ES_OPTIONS may hold
 ES_OPTIONS = CONNECT_OPTIONS + ("refresh_every", "bulk_size", "shards", "replicas")
+
+
+def option_defaults() -> dict[str, Any]:
+    """The default of every option of :data:`ES_OPTIONS`, read from the signatures that apply them
+    (:func:`~index.elastic.connect.connect`, :class:`ElasticIndex`, :class:`ElasticSearch`), so that
+    the settings table (``crawler.config``) cannot drift from the code."""
+    defaults: dict[str, Any] = {}
+    for fn in (connect, ElasticIndex.__init__, ElasticSearch.__init__):
+        for name, param in inspect.signature(fn).parameters.items():
+            if name in ES_OPTIONS and param.default is not inspect.Parameter.empty:
+                defaults.setdefault(name, param.default)
+    return defaults
 
 
 def dedup_name(name: str) -> str:

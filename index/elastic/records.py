@@ -35,7 +35,7 @@ from typing import Any, Iterable
 import numpy as np
 import xxhash
 
-from dedup.permtables import PermutationTables
+from dedup.permtables import DEFAULT_BLOCKS, DEFAULT_K, PermutationTables
 from dedup.record import Record
 from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
 
@@ -156,7 +156,8 @@ class ElasticIndex:
     def _open(self, k: int | None, blocks: int | None, shards: int, replicas: int | None) -> dict[str, Any]:
         c = self.es.client
         if not self.es.call("check the index", c.indices.exists, index=self.name):
-            meta = {"schema": SCHEMA_VERSION, "k": 3 if k is None else k, "blocks": 5 if blocks is None else blocks}
+            meta = {"schema": SCHEMA_VERSION, "k": DEFAULT_K if k is None else k,
+                    "blocks": DEFAULT_BLOCKS if blocks is None else blocks}
             PermutationTables(k=meta["k"], blocks=meta["blocks"])  # validates
             create_index(self.es, self.name, {**MAPPING, "_meta": meta}, shards=shards, replicas=replicas)
         meta = self._meta()

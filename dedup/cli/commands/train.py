@@ -37,8 +37,8 @@ def _generation_printer(total: int):
 def cmd_train(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..mrc import gram_counts
-    from ..train import TrainConfig, load_corpus, mae_of_reference, train_reference
+    from ...mrc import gram_counts
+    from ...train import TrainConfig, load_corpus, mae_of_reference, train_reference
 
     config = TrainConfig(length=args.length, partitions=args.partitions, population=args.population,
                          generations=args.generations, pool=args.pool, mutation=args.mutation,

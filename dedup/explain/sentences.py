@@ -10,7 +10,7 @@ WordNet word mapping: the seed wants no thesaurus). From a refined sentence:
   sentence, and two sentences are "the same" when those three are equal;
 * its **word set**, compared with another sentence's through the word-word
   correlation ``c_ij = n_ij / (n_i + n_j - n_ij)`` of document co-occurrence
-  counts (Equation 3.1; see :mod:`dedup.fuzzy`).
+  counts (Equation 3.1; see :mod:`dedup.explain.fuzzy`).
 
 Both need counts from a collection, held by :class:`SentenceTables`: unit (document)
 frequencies of words, co-occurrence counts of word pairs, unit frequencies of
@@ -31,12 +31,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .text import Normalizer, split_sentences, tokenize
+from ..text import Normalizer, split_sentences, tokenize
 
 __all__ = [
     "REFINE_VERSION",
     "DEFAULT_TABLES_PATH",
     "refine",
+    "stop_words",
     "char_grams",
     "least_frequent_grams",
     "SentenceTables",
@@ -46,7 +47,7 @@ __all__ = [
 
 #: Changes whenever :func:`refine` would give other words: tables built by another version are refused.
 REFINE_VERSION = "refine-1"
-DEFAULT_TABLES_PATH = Path(__file__).with_name("data") / "sentence_tables.npz"
+DEFAULT_TABLES_PATH = Path(__file__).resolve().parent.parent / "data" / "sentence_tables.npz"
 GRAM = 4
 _DIGIT = re.compile(r"\d")
 
@@ -59,6 +60,11 @@ def _norm() -> Normalizer:
     if _normalizer is None:
         _normalizer = Normalizer(word_mapping=False)
     return _normalizer
+
+
+def stop_words() -> frozenset[str]:
+    """The stop words :func:`refine` leaves out (the hierarchy's heading test reads the same list)."""
+    return _norm().stopwords
 
 
 def refine(sentence: str) -> list[str]:

@@ -55,7 +55,7 @@ def log_progress(label: str, every: float) -> Callable[[int, int], None]:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from index.elastic import IndexUnavailable
     from index.elastic.reindex import Reindex
-    from ..deduplicator import DedupConfig
+    from ...deduplicator import DedupConfig
 
     overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn") if getattr(args, k) is not None}
     try:

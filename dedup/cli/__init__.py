@@ -1,4 +1,7 @@
-"""The ``dedup`` console script; each sub-command lives in :mod:`dedup.commands`."""
+"""The ``dedup`` console script; each sub-command lives in :mod:`dedup.cli.commands`.
+
+This package is the application layer: the only part of ``dedup`` that imports the storage
+layer (``index``); the algorithms below it never do (pyproject.toml, [tool.importlinter])."""
 from __future__ import annotations
 
 import argparse
@@ -38,6 +41,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # Python's final flush of stdout must not fail too
         return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
+from index import open_search
+
 from . import DEFAULT_INDEX, dropped_log, index_uri, rounded
 from . import cut as _cut
 
@@ -37,7 +39,7 @@ def read_log(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _record_page(url: str, title: str, text: str, html: Any = None, how: str = "record", fields: Any = None):
-    from ..sources import Source, page_from_source  # the one path from any source to a page
+    from ...sources import Source, page_from_source  # the one path from any source to a page
 
     return page_from_source(Source(url, html=html or None, title=title, text=text, fields=fields, origin=how))
 
@@ -66,8 +68,6 @@ class _Sources:
 
     def search(self) -> Any:
         if self._search is None and self._search_error is None:
-            from index import open_search  # lazy: dedup's modules do not import index
-
             options = {"readonly": True} if self.uri.lower().startswith("local://") else {}
             try:
                 self._search = open_search(self.uri, **options)
@@ -83,7 +83,7 @@ class _Sources:
 
 def resolve_page(ref: str, sources: _Sources) -> tuple[Any, dict[str, Any], str]:
     """``(page, verdict-or-{}, where)`` for a file path, a URL in the dropped log or in the index."""
-    from ..page import parse_page
+    from ...page import parse_page
 
     path = Path(ref)
     if path.is_file():
@@ -106,7 +106,7 @@ def resolve_page(ref: str, sources: _Sources) -> tuple[Any, dict[str, Any], str]
 
 
 def _tables(args: argparse.Namespace, sources: _Sources):
-    from ..sentences import cached_extension, default_tables
+    from ...explain.sentences import cached_extension, default_tables
 
     base = default_tables()
     if args.no_corpus:
@@ -159,8 +159,8 @@ DOTPLOT_FORMATS = (".svg", ".png")
 
 def _dotplot_writer(name: str) -> Callable[[Any], None]:
     """A function writing the dotplot to ``name`` in the format its extension names (.svg: the
-    labelled vector plot; .png: the plain raster of :func:`dedup.dotplot.dotplot_png`)."""
-    from ..explain import dotplot_png, dotplot_svg
+    labelled vector plot; .png: the plain raster of :func:`dedup.explain.dotplot.dotplot_png`)."""
+    from ...explain import dotplot_png, dotplot_svg
 
     path = Path(name)
     suffix = path.suffix.lower()
@@ -173,8 +173,8 @@ def _dotplot_writer(name: str) -> Callable[[Any], None]:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..explain import explain
-    from ..fuzzy import Thresholds
+    from ...explain import explain
+    from ...explain.fuzzy import Thresholds
 
     thresholds = Thresholds(args.permission, args.variation)  # a bad value fails before any lookup
     write_dotplot = _dotplot_writer(args.dotplot) if args.dotplot else None  # a bad name, too

@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 if TYPE_CHECKING:
-    from .explain import Explanation
+    from .explanation import Explanation
 
 __all__ = ["dotplot_svg", "dotplot_png"]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from index import open_search
+
 from . import cut, index_uri
 
 __all__ = ["register"]
@@ -11,8 +13,6 @@ __all__ = ["register"]
 
 def cmd_search(args: argparse.Namespace) -> int:
     import shutil
-
-    from index import open_search  # lazy: dedup's modules do not import index
 
     uri = index_uri(args)
     search = open_search(uri, readonly=True)

@@ -25,7 +25,7 @@ Real pages need two repairs before their lines are split into sentences:
   lower case;
 * **boilerplate**: "(AP)", "Advertisement", "(Story continues below)", "All Access" are
   lines, not sentences; a sentence of fewer than five words and fewer than
-  :data:`MIN_SENTENCE_WORDS` refined words (:func:`dedup.sentences.refine`: stop words and
+  :data:`MIN_SENTENCE_WORDS` refined words (:func:`dedup.explain.sentences.refine`: stop words and
   numbers out) is left out of the tree, so it can neither match nor count as unmatched.
 
 Matching (the seed's Tree_Matching / Node_Comparison / Graphical_Display): given the
@@ -43,9 +43,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
-from .page import Page
-from .sentences import refine
-from .text import Normalizer, split_sentences
+from ..page import Page
+from .sentences import refine, stop_words
+from ..text import split_sentences
 
 __all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies", "unwrap", "MIN_SENTENCE_WORDS"]
 
@@ -56,7 +56,6 @@ WRAPPED_LINE_CHARS = 50
 _ENDS_SENTENCE = tuple(".!?:;\u2026")
 _TRAILING = "\"'\u201d\u2019)]*"
 _CONTINUES = tuple(",-\u2013\u2014")
-_stopwords: frozenset[str] | None = None
 
 _WS = re.compile(r"\s+")
 _ITEM = re.compile(r"^(?:[-*\u2022\u2013\u00b7]|\d{1,3}[.)])\s+")
@@ -137,13 +136,6 @@ def _inferred_heading(line: str, is_last: bool) -> bool:
             and not line.rstrip().endswith(_CLOSING))
 
 
-def _stop() -> frozenset[str]:
-    global _stopwords
-    if _stopwords is None:
-        _stopwords = frozenset(Normalizer(word_mapping=False).stopwords)
-    return _stopwords
-
-
 def _joins(line: str, following: str, long_wraps: bool) -> bool:
     """Whether ``following`` continues the sentence ``line`` leaves open (a hard wrap)."""
     end = line.rstrip(_TRAILING)
@@ -157,7 +149,7 @@ def _joins(line: str, following: str, long_wraps: bool) -> bool:
     if end.endswith(_CONTINUES):
         return True
     words = end.split()
-    if len(words) >= 4 and words[-1].lower() in _stop():  # a short "Title here" may be a heading
+    if len(words) >= 4 and words[-1].lower() in stop_words():  # a short "Title here" may be a heading
         return True
     return long_wraps and len(line) >= WRAPPED_LINE_CHARS
 

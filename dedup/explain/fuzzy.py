@@ -1,6 +1,6 @@
 """The fuzzy-set IR model of seed 001 (Yerra 2005, section 3.2.2 and chapter 4).
 
-For refined sentences S_i and S_j (lists of words, see :func:`dedup.sentences.refine`):
+For refined sentences S_i and S_j (lists of words, see :func:`dedup.explain.sentences.refine`):
 
 * word-sentence correlation ``mu(w, S_j) = 1 - prod_{k in S_j} (1 - c_wk)`` (Eq. 3.2),
   with the word-word correlation ``c`` of Eq. 3.1 (:meth:`SentenceTables.correlation`);

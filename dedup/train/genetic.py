@@ -45,7 +45,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .mrc import ReferenceText, gram_counts, gram_text
+from ..mrc import ReferenceText, gram_counts, gram_text
 
 __all__ = ["TrainConfig", "PairSet", "load_corpus", "Generation", "TrainResult", "tfidf_pool", "crossover", "mutate",
            "initial_population", "train_reference", "reference_from_genes", "mae_of_reference"]
@@ -120,7 +120,7 @@ def load_corpus(path: str | Path, *, field: str = "text",
         docs = []
         for n, f in enumerate(files, 1):
             if f.suffix.lower() in HTML_SUFFIXES:
-                from .page import parse_page  # lazy: it loads trafilatura
+                from ..page import parse_page  # lazy: it loads trafilatura
 
                 docs.append(parse_page(f.read_bytes(), f.resolve().as_uri()).text)
             else:
@@ -345,7 +345,7 @@ def reference_from_genes(pool: np.ndarray, genes: np.ndarray, partitions: int,
 
 def mae_of_reference(reference: ReferenceText, doc_counts: Sequence[Counts]) -> float:
     """Eq. 1 of an existing reference text over all pairs of ``doc_counts``."""
-    from .mrc import _gram_id
+    from ..mrc import _gram_id
 
     ids = np.array([_gram_id(g) for g in reference.grams], dtype=np.uint64)
     pool, genes = np.unique(ids, return_inverse=True)

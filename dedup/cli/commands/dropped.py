@@ -12,6 +12,8 @@ import sys
 import textwrap
 from typing import Any
 
+from index import default_dropped_log, open_search
+
 from . import cut as _cut
 from . import index_uri, progress
 
@@ -27,14 +29,12 @@ def log_path(args: argparse.Namespace) -> str:
         return args.log
     if os.environ.get("DEDUP_DROPPED_LOG"):
         return os.environ["DEDUP_DROPPED_LOG"]
-    from index import default_dropped_log  # lazy: dedup's modules do not import index
-
     return default_dropped_log(index_uri(args))
 
 
 def load(args: argparse.Namespace):
     """The folded log; its bad lines are reported on stderr (first :data:`MAX_WARNINGS`)."""
-    from ..droplog import read_log
+    from ...droplog import read_log
 
     log = read_log(log_path(args))
     warn_problems(log)
@@ -50,13 +50,11 @@ def warn_problems(log) -> None:
 
 
 def open_search_readonly(uri: str):
-    from index import open_search  # lazy
-
     return open_search(uri, readonly=True)  # never creates an index
 
 
 def make_filter(args: argparse.Namespace):
-    from ..droplog import Filter, parse_when
+    from ..summary import Filter, parse_when
 
     if getattr(args, "restored", False):
         states: tuple[str, ...] = ("restored",)
@@ -129,7 +127,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # -- stats -----------------------------------------------------------------------------------------
 def cmd_stats(args: argparse.Namespace) -> int:
-    from ..droplog import summarize, text_histogram
+    from ..summary import summarize, text_histogram
 
     log = load(args)
     flt = make_filter(args)
@@ -257,7 +255,7 @@ def _print_page(label: str, page: dict[str, Any], width: int) -> None:
 
 # -- restore ---------------------------------------------------------------------------------------
 def cmd_restore(args: argparse.Namespace) -> int:
-    from ..droplog import restore
+    from ..restore import restore
 
     urls = list(args.urls)
     if urls == ["-"]:
@@ -284,7 +282,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         for r in results:
             stream = sys.stderr if r in failed else sys.stdout
             print(("dedup: error: " if r in failed else "") + r.message, file=stream)
-        from ..droplog import index_identity
+        from ...droplog import index_identity
 
         done = sum(1 for r in results if r.outcome == "restored")
         print(f"{done} restored into {index_identity(uri)}; {len(results) - done - len(failed)} already restored; "

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .deduplicator import DedupConfig, Deduplicator, Verdict
-from .mrc import DEFAULT_REFERENCE_PATH, REFERENCE_ENV, ReferenceText
-from .page import parse_page
-from .store import MemoryIndex
+from ..deduplicator import DedupConfig, Deduplicator, Verdict
+from ..mrc import DEFAULT_REFERENCE_PATH, REFERENCE_ENV, ReferenceText
+from ..page import parse_page
+from ..store import MemoryIndex
 
 __all__ = ["load_clusters", "evaluate", "metric", "Outcome", "reference_used"]
 

@@ -22,7 +22,7 @@ def _floats(spec: str) -> list[float]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..deduplicator import DedupConfig
+    from ...deduplicator import DedupConfig
     from ..evaluate import evaluate, metric, sweep
 
     overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn", "weights", "extractor") if getattr(args, k) is not None}

@@ -12,7 +12,7 @@ to a ticket):
   the pages the crawl **dropped** (from the dropped log, :mod:`dedup.droplog`; ``restored``
   ones marked) and the kept pages **flagged** ``near_duplicate``/``duplicate`` (from the
   search index at ``--index``; left out, with a note, when there is none);
-* for each near copy, a word-level difference from the kept page (:mod:`dedup.worddiff`):
+* for each near copy, a word-level difference from the kept page (:mod:`dedup.cli.worddiff`):
   two aligned columns in one scroll box, so both sides scroll together, identical runs
   collapsed to ``… 412 identical words …``; on a narrow screen the columns stack. An exact
   copy (the same words) is shown once, with a note. Near copies also get the sentence
@@ -35,7 +35,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .droplog import DropLog, VerdictFields, histogram, host_of, page_from_item, read_log
+from index import open_search
+
+from ..droplog import DropLog, VerdictFields, host_of, page_from_item, read_log
+from .summary import histogram
 from .worddiff import diff_rows, tokens, words_html
 
 __all__ = ["Pair", "Group", "ReportData", "collect", "render", "write_report", "bar_chart_svg", "histogram_svg"]
@@ -44,7 +47,7 @@ log = logging.getLogger(__name__)
 
 FLAGGED = ("near_duplicate", "duplicate")
 KINDS = ("dropped", "restored", "flagged")
-_ASSETS = Path(__file__).with_name("data")
+_ASSETS = Path(__file__).resolve().parent.parent / "data"
 
 
 @dataclass
@@ -120,8 +123,6 @@ class ReportData:
 
 # -- gathering ------------------------------------------------------------------------------------
 def _open_search(uri: str):
-    from index import open_search  # lazy: dedup's modules do not import index
-
     return open_search(uri, readonly=True)  # never creates an index
 
 
@@ -460,7 +461,7 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
     dotplot_svg)``, by default those of :mod:`dedup.explain`; ``(None, None)`` leaves the
     sentence matching out."""
     if explainer is None:
-        from .explain import dotplot_svg, explain
+        from ..explain import dotplot_svg, explain
     else:
         explain, dotplot_svg = explainer
     counts = data.counts

@@ -11,9 +11,10 @@ import os
 import sys
 from typing import Any, Callable
 
+from index import DEFAULT_INDEX, default_dropped_log
+
 __all__ = ["DEFAULT_INDEX", "cut", "dropped_log", "index_uri", "progress", "rounded"]
 
-DEFAULT_INDEX = "local://.dedup"
 
 
 def index_uri(args: argparse.Namespace) -> str:
@@ -32,8 +33,6 @@ def dropped_log(args: argparse.Namespace) -> tuple[str, bool]:
         return str(args.log), True
     if os.environ.get("DEDUP_DROPPED_LOG"):
         return os.environ["DEDUP_DROPPED_LOG"], True
-    from index import default_dropped_log  # lazy: dedup's modules do not import index
-
     return default_dropped_log(index_uri(args)), False
 
 

@@ -2,20 +2,20 @@
 
 :func:`explain` compares every sentence of page A with every sentence of page B:
 
-* **fuzzy-set EQ** (:mod:`dedup.fuzzy`): ``Sim`` both ways from word-word correlations,
+* **fuzzy-set EQ** (:mod:`dedup.explain.fuzzy`): ``Sim`` both ways from word-word correlations,
   equal when the smaller is >= 0.825 and they differ by <= 0.15. These pairs are the
   ``matches``; the seed adopts this method for HTML documents;
-* **three least-frequent 4-grams** (:mod:`dedup.sentences`): each sentence's
+* **three least-frequent 4-grams** (:mod:`dedup.explain.sentences`): each sentence's
   representation, and the pairs whose representations are identical (``gram_matches``;
   the seed's first method, exact copies only);
 * the **degrees of resemblance** A->B and B->A (share of a page's sentences equal to a
   sentence of the other) and their **odds ratio**;
 * the **semantic hierarchies** of both pages with the share of each node's sentences
-  matched (:mod:`dedup.hierarchy`).
+  matched (:mod:`dedup.explain.hierarchy`).
 
 The counts behind the correlations and 4-gram frequencies default to the shipped
-tables (:func:`dedup.sentences.default_tables`); pass ``tables=`` to use ones extended
-from a crawl (:meth:`SentenceTables.extended`). :func:`dotplot_svg` draws the matches.
+tables (:func:`dedup.explain.sentences.default_tables`); pass ``tables=`` to use ones extended
+from a crawl (:meth:`SentenceTables.extended`). :func:`dedup.explain.dotplot.dotplot_svg` draws the matches.
 """
 from __future__ import annotations
 
@@ -24,13 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from .dotplot import dotplot_png, dotplot_svg
+from ..page import Page
 from .fuzzy import Thresholds, eq, odds_ratio, resemblance, similarity_matrices
 from .hierarchy import MIN_SENTENCE_WORDS, build_hierarchy, match_hierarchies
-from .page import Page
 from .sentences import SentenceTables, default_tables, refine
 
-__all__ = ["Explanation", "explain", "dotplot_svg", "dotplot_png", "METHOD"]
+__all__ = ["Explanation", "explain", "METHOD"]
 
 METHOD = "fuzzy-set IR EQ (seed 001, Eq. 3.1-3.4); RS and odds ratio (Eq. 4.1-4.3)"
 
@@ -123,7 +122,7 @@ def explain(a: Page, b: Page, *, tables: SentenceTables | None = None,
 
     ``tables`` default to the shipped WordNet tables; ``thresholds`` to permission 0.825 and
     variation 0.15. The sentences are those of each page's semantic hierarchy
-    (:func:`dedup.hierarchy.build_hierarchy`): the extracted main text (``Page.text``, from
+    (:func:`dedup.explain.hierarchy.build_hierarchy`): the extracted main text (``Page.text``, from
     :func:`dedup.page.parse_page` or a title/text record) with hard-wrapped lines joined,
     split by :func:`dedup.text.split_sentences`, boilerplate-sized fragments ("(AP)",
     "Advertisement") left out unless ``min_words`` is 0. For well-formed pages that is

@@ -1,0 +1,4 @@
+"""``python -m dedup.cli``: the ``dedup`` console script without installing it."""
+from . import main
+
+raise SystemExit(main())
