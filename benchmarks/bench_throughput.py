@@ -18,13 +18,13 @@ wall time mostly measures the other tenants; both are reported. F1 is the online
 """
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import common
+from bench_datasketch import shingles  # the same word 5-grams as target 3's datasketch run
 
 FIGURES = [
     ("t14.ours_pps", "ours: HTML -> verdict", "pages/s"),
@@ -37,17 +37,7 @@ FIGURES = [
     ("t14.tf_ds_f1", "trafilatura + datasketch: Gold-Set F1", "F1"),
     ("t14.f1_margin", "our F1 - resiliparse + datasketch's", "F1"),
 ]
-_WORD = re.compile(r"\w+")
 THRESHOLD = 0.3
-
-
-def shingles(text: str, n: int = 5) -> list[bytes]:
-    words = _WORD.findall(text.lower())
-    if not words:
-        return []
-    if len(words) < n:
-        return [" ".join(words).encode("utf-8")]
-    return [" ".join(words[i:i + n]).encode("utf-8") for i in range(len(words) - n + 1)]
 
 
 class MinHashPipeline:
