@@ -80,3 +80,16 @@ def test_features_of_the_sample_site_are_pinned():
         for arr in (f.tdw.hashes, f.tdw.weights, f.chunks, f.shingles, np.round(f.signature.vector, 3)):
             h.update(arr.tobytes())
     assert h.hexdigest() == "dd83167e75cc71274a87641be1517c203bbef7ad3eab1ecb7a493cfabac9f7ff"
+
+
+def test_ascii_text_is_normalised_as_the_unicode_path_does():
+    # ASCII text takes a byte table instead of NFKC + casefold + the regex: the same result
+    import random
+    import unicodedata
+
+    from dedup.keys import _NON_WORD
+
+    rng = random.Random(3)
+    for _ in range(5000):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 30)))
+        assert normalise_text(text) == _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
