@@ -9,6 +9,7 @@ One script per target of issue 7, each also runnable alone (``--help``):
   target 1  bench_pipeline.py    per-page cost by stage on goldset-dev vs trafilatura alone
   target 2  bench_tables.py      permutation tables, 10k-10M fingerprints, vs numpy brute force
   target 3  bench_datasketch.py  against datasketch MinHashLSH: throughput and Gold-Set F1
+  issue 14  bench_throughput.py  HTML -> verdict, ours against resiliparse/trafilatura + datasketch (item 5)
   target 4  bench_crawl.py       scrapy crawl of a generated 2,000-page site, dedup on vs off
             (crawl_es: the same into the noida-db Elasticsearch emulator, one crawl per mode)
   target 6  bench_scaling.py     cost per page and per query, 10k-1M documents
@@ -46,6 +47,7 @@ SCRIPTS = [
     ("tables", "bench_tables.py", 2),
     ("pipeline", "bench_pipeline.py", 1),
     ("datasketch", "bench_datasketch.py", 3),
+    ("throughput", "bench_throughput.py", 14),  # issue 14 item 5: HTML -> verdict against two peers
     ("crawl", "bench_crawl.py", 4),
     ("crawl_es", "bench_crawl.py", 4),  # the same crawls into the noida-db Elasticsearch emulator
     ("scaling", "bench_scaling.py", 6),
@@ -101,7 +103,7 @@ def run_script(name: str, script: str, args: argparse.Namespace, tmp: Path, outp
     cmd = [sys.executable, str(HERE / script), "--json", str(out), "--seed", str(args.seed)]
     if args.quick:
         cmd.append("--quick")
-    if name in ("pipeline", "datasketch", "scaling"):
+    if name in ("pipeline", "datasketch", "throughput", "scaling"):
         cmd += ["--goldset", args.goldset]
     if name == "crawl":
         cmd += ["--index-uri", args.index_uri]

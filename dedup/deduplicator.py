@@ -41,6 +41,7 @@ from .record import Record
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
 from .tdw import TermVector, cosine
+from .verify import containments, prefix_positional
 
 __all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "ConfigError", "DedupConfig", "Verdict", "Deduplicator", "containment"]
 
@@ -296,23 +297,25 @@ class Deduplicator:
             return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": f.title_key},
                            candidates=len(title_ids), duplicate_id=rec.id, **base)
         candidates = self._candidates(f, title_ids)
-        best, best_key, pruned = None, None, 0
-        for rec in self.index.get(candidates):
-            if self.reducer.passes(f.tdw.hashes, f.sentences, rec.terms, rec.sentences):
+        records = self.index.get(candidates)
+        survives, conts, resemblances = self._verify(f, records)
+        best, best_key, best_res, pruned = None, None, 0.0, 0
+        for i, rec in enumerate(records):
+            if not survives[i]:
                 pruned += 1
                 continue
-            cont = self._containment(f, rec)[0]
+            cont = float(conts[i])
             # the best is the highest (containment, TDW cosine); the cosine is only needed
             # when this candidate can beat or tie the best so far
             if best_key is None or cont >= best_key[0]:
                 key = (cont, self._tdw_cosine(f, rec))
                 if best_key is None or key > best_key:
-                    best, best_key = rec, key
+                    best, best_key, best_res = rec, key, float(resemblances[i])
         n = len(candidates)
         if best is None:
             return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
                            {"pruned": pruned}, candidates=n, **base)
-        best_scores = self._scores(f, best)
+        best_scores = self._scores(f, best, known=(best_key[0], best_res, best_key[1]))
         best_scores["pruned"] = pruned
         c = self.config
         s = best_scores["containment"]
@@ -342,6 +345,17 @@ class Deduplicator:
                                                        self.config.knn, self.config.knn_floor))
         return sorted(ids)
 
+    def _verify(self, f: Features, records: list[Record]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For every candidate at once (dedup.verify, equal to the pairwise calls): whether it survives
+        the comparison reducer, its containment and its resemblance."""
+        r = self.reducer
+        survives = prefix_positional(r, f.tdw.hashes, [rec.terms for rec in records])
+        if r.sentence_tolerance is not None:
+            survives &= np.array([r.sentences_ok(f.sentences, rec.sentences) for rec in records], dtype=bool)
+        conts, resemblances = containments(f.shingles, f.shingle_count, [rec.shingles for rec in records],
+                                           [_shingle_total(rec) for rec in records], min_size=self.config.min_shingles)
+        return survives, conts, resemblances
+
     def _containment(self, f: Features, rec: Record) -> tuple[float, float]:
         return containment(f.shingles, f.shingle_count, rec.shingles, _shingle_total(rec),
                            min_size=self.config.min_shingles)
@@ -350,11 +364,15 @@ class Deduplicator:
     def _tdw_cosine(f: Features, rec: Record) -> float:
         return float(cosine(f.tdw, TermVector(rec.terms, rec.weights)))
 
-    def _scores(self, f: Features, rec: Record) -> dict[str, Any]:
-        """Every score of the pair, for the verdict of its best candidate (which the reducer passed)."""
+    def _scores(self, f: Features, rec: Record, known: tuple[float, float, float] | None = None) -> dict[str, Any]:
+        """Every score of the pair, for the verdict of its best candidate (which the reducer passed).
+        ``known``: its (containment, resemblance, TDW cosine) when already computed."""
         rec_total = _shingle_total(rec)
-        cont, resemblance = self._containment(f, rec)
-        tdw_cos = self._tdw_cosine(f, rec)
+        if known is None:
+            cont, resemblance = self._containment(f, rec)
+            tdw_cos = self._tdw_cosine(f, rec)
+        else:
+            cont, resemblance, tdw_cos = known
         angle_ok, angle = self._duplicate_angle.angle_test(tdw_cos)
         # a record made with another reference text has no comparable signature
         mrc = round(signature_cosine(f.signature.vector, rec.signature), 4) if rec.ref_id == f.signature.ref_id else None

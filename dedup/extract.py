@@ -1,29 +1,36 @@
-"""Main-text extraction: trafilatura (~20 ms a page) by default, or resiliparse's main-content
-heuristics (~1 ms) with trafilatura as the fallback for pages where they find too little prose.
+"""Main-text extraction: resiliparse's main-content heuristics (~1 ms a page, the default) with
+trafilatura (~20 ms) as the fallback for pages where they find too little prose, or trafilatura alone.
 
-``extractor``: ``"trafilatura"`` (default), ``"resiliparse"``, or ``"auto"`` (an alias of
+``extractor``: ``"resiliparse"`` (default), ``"trafilatura"``, or ``"auto"`` (an alias of
 ``resiliparse``: the fast extractor, then trafilatura when :func:`too_little` says it failed).
 
-Why trafilatura stays the default for now (README, "Extraction"): resiliparse + the prose filter
-scores higher on goldset-dev (F1 0.979 against 0.974) and flags none of negatives-dev, but on the
-sample site's search-result pages, whose text is a few article snippets, it leaves only the
-snippets, and one listing page becomes a near copy of the article it quotes.
+Two repairs make the fast extract a page's text rather than a bag of long lines (docs/notes-fast2.md):
+
+* **listings**: a search-result, tag or section page is a list of teasers (a title link, a snippet,
+  a date), and resiliparse keeps only the snippets long enough to be prose, so a result page quoting
+  one long sentence of an article read as a near copy of it. When most of the kept prose sits in
+  such teasers (:func:`teasers`), the page's text is its teasers, one line each, titles included
+  (method ``listing``): a list of other pages, not any one of them;
+* **headings**: a heading line (one of the page's h1-h6) that introduces prose is kept, though
+  short, so the text keeps its outline (dedup.hierarchy nests sentences under it).
 """
 from __future__ import annotations
 
 import logging
 import re
+from typing import Collection
 
 import lxml.etree
 import lxml.html
 
-__all__ = ["main_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little", "check_extractor"]
+__all__ = ["main_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little", "check_extractor", "teasers",
+           "title_links"]
 
 logger = logging.getLogger(__name__)
 _WS = re.compile(r"[ \t\r\f\v]+")
 
 EXTRACTORS = ("resiliparse", "trafilatura", "auto")
-DEFAULT_EXTRACTOR = "trafilatura"
+DEFAULT_EXTRACTOR = "resiliparse"
 
 #: resiliparse keeps more boilerplate than trafilatura (share bars, captions, related links, short
 #: headings): its lines of fewer than MIN_WORDS words are left out. Measured on goldset-dev (F1):
@@ -37,6 +44,12 @@ MIN_CHARS = 200
 #: minutes). Pages with more tags than this (goldset-dev and negatives-dev: at most 7,000) go to
 #: trafilatura, which handled 50,000 nested divs in under a second.
 MAX_TAGS = 20_000
+#: A heading is kept when prose follows it within this many lines (a byline or a date between them).
+HEADING_REACH = 3
+#: A page is a listing when at least LISTING_SHARE of its prose (characters) lies in teasers, of
+#: which it has at least MIN_TEASERS under one parent.
+LISTING_SHARE = 0.5
+MIN_TEASERS = 3
 
 
 def check_extractor(name: str) -> str:
@@ -56,10 +69,32 @@ def _lines(text: str) -> str:
     return "\n".join(_fold(line) for line in text.splitlines() if line.strip())
 
 
-def _prose(text: str) -> str:
-    """The lines of ``text`` with at least MIN_WORDS words. Headings go too: kept, they made listing
-    pages (search results, whose item titles recur) near copies of each other on the sample site."""
-    return "\n".join(line for line in text.split("\n") if line.count(" ") >= MIN_WORDS - 1)
+def _is_prose(line: str) -> bool:
+    return line.count(" ") >= MIN_WORDS - 1
+
+
+#: A site's legal footer (a copyright notice, the wire services' "may not be published, broadcast,
+#: rewritten or redistributed") is a long line on every page of the site: prose to the 20-word rule,
+#: boilerplate to a reader. trafilatura drops it; resiliparse keeps it when it is not in <footer>.
+_LEGAL = re.compile(r"\u00a9|\(c\) ?(?:19|20)\d\d|\ball rights reserved\b|\bmay not be (?:re)?published\b",
+                    re.IGNORECASE)
+
+
+def _prose(text: str, headings: Collection[str] = ()) -> str:
+    """The lines of ``text`` with at least MIN_WORDS words and no legal notice, and the ``headings``
+    lines that introduce them (one comes within the next HEADING_REACH lines: a headline over a
+    subheading, a byline or a date). A heading over nothing kept (a sidebar's "Most read" over its
+    links) goes."""
+    lines = text.split("\n")
+    kept = []
+    for i, line in enumerate(lines):
+        if _is_prose(line):
+            if _LEGAL.search(line) is None:
+                kept.append(line)
+        elif line in headings:
+            if any(map(_is_prose, lines[i + 1: i + 1 + HEADING_REACH])):
+                kept.append(line)
+    return "\n".join(kept)
 
 
 def too_little(text: str) -> bool:
@@ -106,18 +141,127 @@ def _article(tree: lxml.html.HtmlElement | None) -> str | None:
     mark of the story, which leaves out the banners, ads and footers resiliparse's heuristics keep."""
     if tree is None:
         return None
-    found = tree.xpath("//article")
-    if len(found) != 1:
+    found = []
+    for el in tree.iter("article"):  # C-level iteration: a tenth of what the XPath //article cost
+        found.append(el)
+        if len(found) > 1:
+            return None
+    if not found:
         return None
     return lxml.html.tostring(found[0], encoding="unicode")
 
 
-def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,
-              extractor: str = DEFAULT_EXTRACTOR) -> tuple[str, str]:
-    """Return ``(text, method)``: the page's main text with boilerplate removed, and which extractor
-    gave it (``resiliparse``, ``trafilatura``, ``trafilatura-fallback`` or ``none``).
+_HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
+_TITLE_WORDS = 3  # a link without a heading is a teaser's title from this many words on
 
-    ``tree``: lxml's tree of ``html`` when the caller already parsed it (trafilatura reuses it).
+
+_BLOCKS = frozenset(("p", "div", "li", "dd", "dt", "td", "th", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6",
+                     "article", "section", "header", "footer", "ul", "ol", "dl", "table", "blockquote", "figure",
+                     "figcaption", "address", "aside", "nav", "main", "pre", "hr"))
+
+
+def _block_text(el: lxml.html.HtmlElement) -> str:
+    """``el``'s text with a space where a block element starts or ends, blanks folded: a teaser's
+    title, snippet and date stay apart even when the markup has no blank between them."""
+    parts: list[str] = []
+
+    def walk(e: lxml.html.HtmlElement) -> None:
+        block = e.tag in _BLOCKS
+        if block:
+            parts.append(" ")
+        if e.text and isinstance(e.tag, str):
+            parts.append(e.text)
+        for child in e:
+            walk(child)
+            if child.tail:
+                parts.append(child.tail)
+        if block:
+            parts.append(" ")
+
+    walk(el)
+    return " ".join("".join(parts).split())
+
+
+def title_links(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+    """The links (with an href) of _TITLE_WORDS words or more, in document order: teaser titles can
+    only be among them (parse_page collects them in its one walk over the fields instead)."""
+    return [a for a in tree.iter("a") if a.get("href") is not None
+            and len(a.text_content().split()) >= _TITLE_WORDS]
+
+
+def _has_text(el: lxml.html.HtmlElement) -> bool:
+    return bool(el.text_content().strip()) if isinstance(el.tag, str) else False
+
+
+def _teaser_of(title: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The teaser a title link begins: climbing at most three levels while nothing with text comes
+    before it, the first ancestor with text after it (a snippet, a date). Read from the structure,
+    not the text, so that a link near the top of a big element costs no walk over that element."""
+    el = title
+    up = el.getparent()
+    if up is not None and up.tag in _HEADINGS:  # the heading is the title (within two levels)
+        el = up
+    elif up is not None and up.getparent() is not None and up.getparent().tag in _HEADINGS:
+        el = up.getparent()
+    for _ in range(3):
+        parent = el.getparent()
+        if parent is None or (parent.text and parent.text.strip()):
+            return None
+        if any(_has_text(s) for s in el.itersiblings(preceding=True)):
+            return None  # the title does not begin its container: an inline or later link
+        if (el.tail and el.tail.strip()) or any(_has_text(s) for s in el.itersiblings()):
+            return parent
+        el = parent
+    return None
+
+
+def teasers(tree: lxml.html.HtmlElement | None,
+            links: list[lxml.html.HtmlElement] | None = None) -> list[lxml.html.HtmlElement]:
+    """The page's teasers, in document order: elements that begin with a title link (or the heading
+    holding it) followed by more text (a snippet, a date), at least MIN_TEASERS of them with the
+    same tag under one parent, as a search-result, tag or section page lists them. A navigation
+    list (short links alone) has none; nor has an article whose inline links sit mid-paragraph (a
+    teaser begins with its title). ``links``: :func:`title_links` of ``tree``, when known."""
+    if tree is None:
+        return []
+    groups: dict = {}
+    for rank, a in enumerate(title_links(tree) if links is None else links):
+        item = _teaser_of(a)
+        if item is not None:
+            parent = item.getparent()
+            if parent is not None:
+                groups.setdefault(parent, {}).setdefault(item, rank)
+    found = [(rank, el) for items in groups.values()
+             if len(items) >= MIN_TEASERS and len({el.tag for el in items}) == 1 for el, rank in items.items()]
+    return [el for _, el in sorted(found, key=lambda x: x[0])]
+
+
+def _listing(prose: str, tree: lxml.html.HtmlElement | None,
+             links: list[lxml.html.HtmlElement] | None) -> str | None:
+    """The page's teasers as its text, when at least LISTING_SHARE of its ``prose`` lies in them."""
+    lines = [line for line in prose.split("\n") if _is_prose(line)]
+    if not lines:
+        return None
+    items = teasers(tree, links)
+    if not items:
+        return None
+    blob = "\n".join(" ".join(el.text_content().split()) for el in items)
+    inside = sum(len(line) for line in lines if " ".join(line.split()) in blob)
+    if inside < LISTING_SHARE * sum(len(line) for line in lines):
+        return None
+    return "\n".join(_block_text(el) for el in items)
+
+
+def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,
+              extractor: str = DEFAULT_EXTRACTOR, headings: Collection[str] = (),
+              links: list[lxml.html.HtmlElement] | None = None) -> tuple[str, str]:
+    """Return ``(text, method)``: the page's main text with boilerplate removed, and which extractor
+    gave it (``resiliparse``, ``listing``, ``trafilatura``, ``trafilatura-fallback`` or ``none``).
+
+    ``tree``: lxml's tree of ``html`` when the caller already parsed it (trafilatura reuses it;
+    the listing test reads it). ``headings``: the page's heading texts (Page.headings), which the
+    fast extract keeps where they introduce prose. ``links``: :func:`title_links` of ``tree``, when
+    the caller collected them.
     """
     if extractor == "trafilatura" or html.count("<") > MAX_TAGS:
         text = trafilatura_text(html, tree)
@@ -129,7 +273,10 @@ def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,
     except Exception:  # resiliparse's HTMLParserException on hostile markup: the fallback decides
         logger.debug("resiliparse failed", exc_info=True)
         raw = ""
-    text = _prose(raw)
+    text = _prose(raw, headings)
+    listing = _listing(text, tree, links)
+    if listing is not None:
+        return listing, "listing"
     if too_little(text):
         slow = trafilatura_text(html, tree)
         if slow and (len(slow) > len(text) or not text):

@@ -11,8 +11,17 @@ __all__ = ["normalise_text", "content_hash", "title_key"]
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
+#: ASCII letters and digits to themselves (lowercased), every other byte to a space
+_ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isascii() and chr(c).isalnum() else 32
+                     for c in range(256))
+
+
 def normalise_text(text: str) -> str:
     """NFKC, case-folded, punctuation and whitespace runs folded to one space."""
+    if text.isascii():
+        # the same for ASCII text (NFKC leaves it as it is, casefold is lower), by a byte table: a
+        # tenth of the regex's time on a page's main text
+        return " ".join(text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split())
     return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 

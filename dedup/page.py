@@ -129,8 +129,9 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     if tree is None:
         page.extraction = "unparseable"
         return page
-    _fields(tree, page)
-    page.text, page.extraction = main_text(text, tree, extractor=extractor)
+    links = _fields(tree, page)
+    page.text, page.extraction = main_text(text, tree, extractor=extractor,
+                                           headings={h for _, h in page.headings}, links=links)
     if max_text_chars is not None and len(page.text) > max_text_chars:
         return limit_text(page, max_text_chars)
     page.sentences = split_sentences(page.text)
@@ -152,9 +153,11 @@ def _href_host(href: str, own: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
-def _fields(tree: lxml.html.HtmlElement, page: Page) -> None:
-    """The tagged fields, in document order, from one walk over the tree."""
+def _fields(tree: lxml.html.HtmlElement, page: Page) -> list[lxml.html.HtmlElement]:
+    """The tagged fields, in document order, from one walk over the tree. Returns the links of three
+    words or more (dedup.extract.title_links), which the listing test reads."""
     title = None
+    titles = []
     own = _host(page.url)
     anchors = 0
     for el in tree.iter(_FIELD_TAGS):
@@ -166,6 +169,8 @@ def _fields(tree: lxml.html.HtmlElement, page: Page) -> None:
             anchors += 1
             label = _clean(el.text_content())
             if label:
+                if label.count(" ") >= 2:
+                    titles.append(el)
                 host = _href_host(href.strip(), own)
                 (page.anchors_same if host == own else page.anchors_other).append(label)
         elif tag == "b" or tag == "strong":
@@ -190,3 +195,4 @@ def _fields(tree: lxml.html.HtmlElement, page: Page) -> None:
                 page.headings.append((int(tag[1]), heading))
     page.title = _clean(title.text_content()) if title is not None else ""
     page.anchor_count = anchors
+    return titles

@@ -22,15 +22,64 @@ def test_fields_and_main_text():
     assert "corrosion in the main cables" in page.text
     assert "Copyright" not in page.text
     assert len(page.sentences) >= 4
-    assert page.extraction == "trafilatura"  # the default extractor
+    assert page.extraction == "resiliparse"  # the default extractor
+    # the headline and the subheading introduce prose: kept, though short, so the text keeps its outline
+    assert page.text.split("\n")[:2] == ["Harbour bridge to close", "Repairs"]
 
 
-def test_resiliparse_on_request_gives_the_same_fields():
-    slow = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html")
-    fast = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html", extractor="resiliparse")
-    assert fast.extraction == "resiliparse"
+def test_trafilatura_on_request_gives_the_same_fields():
+    fast = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html")
+    slow = parse_page(HTML, "http://www.example.org/news/harbour-bridge.html", extractor="trafilatura")
+    assert slow.extraction == "trafilatura"
     assert (slow.title, slow.headings, slow.bold, slow.anchor_count) == (fast.title, fast.headings, fast.bold, 3)
     assert "corrosion in the main cables" in slow.text and "Copyright" not in slow.text
+
+
+SNIPPETS = [("Harbour bridge to close for three weeks", "The harbour bridge will close for three weeks of "
+             "repairs in the spring, the council said on Monday, after engineers found corrosion in the cables."),
+            ("Ferries to run every fifteen minutes", "Ferries will run every fifteen minutes while the bridge is "
+             "closed, and buses will be rerouted through the tunnel under the harbour, the operator said."),
+            ("Shops fear a drop in trade", "Shops near the bridge fear a drop in trade during the repairs, but "
+             "the council promised a support fund for those that can show a loss of takings.")]
+
+
+def results_page(markup: str) -> str:
+    return (f"<html><head><title>Search results</title></head><body><nav><a href='/'>Home</a> "
+            f"<a href='/news'>News</a></nav><main><h1>Search results for bridge</h1>{markup}</main>"
+            "<footer><a href='/about'>About us</a></footer></body></html>")
+
+
+def test_a_search_result_page_is_read_as_its_teasers_not_its_snippets():
+    # as many sites mark results up: a list of items, each a title link in a heading, a snippet, a date
+    items = "".join(f"<li><h3><a href='/story/{i}'>{t}</a></h3><p>{s}</p><span>3 May 2024</span></li>"
+                    for i, (t, s) in enumerate(SNIPPETS))
+    page = parse_page(results_page(f"<ol class='results'>{items}</ol>"), "http://a.example/search?q=bridge")
+    assert page.extraction == "listing"
+    lines = page.text.split("\n")
+    assert len(lines) == 3 and lines[0].startswith("Harbour bridge to close for three weeks The harbour")
+    assert all(line.endswith("3 May 2024") for line in lines)
+    # the same without headings: a title link (three words or more) that begins each result
+    divs = "".join(f"<div class='r'><a href='/story/{i}'>{t}</a><div>{s}</div></div>"
+                   for i, (t, s) in enumerate(SNIPPETS))
+    assert parse_page(results_page(divs), "http://a.example/search?q=bridge").extraction == "listing"
+
+
+def test_an_article_with_related_links_is_not_a_listing():
+    related = "".join(f"<li><a href='/story/{i}'>{t}</a></li>" for i, (t, _) in enumerate(SNIPPETS))
+    inline = "<p>As <a href='/story/0'>we reported last week</a>, the council met engineers. " + " ".join(
+        s for _, s in SNIPPETS) + "</p>"
+    page = parse_page(HTML.replace("</article>", f"{inline}<h2>Related</h2><ul>{related}</ul></article>"),
+                      "http://www.example.org/news/harbour-bridge.html")
+    assert page.extraction == "resiliparse" and "corrosion in the main cables" in page.text
+    assert "Related" not in page.text.split("\n")  # a heading over links only is no outline
+
+
+def test_a_legal_footer_is_not_main_text():
+    legal = ("<div class='legal'>Copyright \u00a9 2007 Example Gazette Ltd. All rights reserved. This material may "
+             "not be published, broadcast, rewritten or redistributed without the written consent of the owner.</div>")
+    page = parse_page(HTML.replace("</article>", f"</article>{legal}").replace("<footer>Copyright 2026 Example "
+                      "Gazette</footer>", ""), "http://www.example.org/news/harbour-bridge.html")
+    assert "corrosion in the main cables" in page.text and "redistributed" not in page.text
 
 
 def test_fallback_when_the_fast_extract_has_no_prose():
