@@ -20,7 +20,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # Sources of the NLTK data (WordNet 3.0, Snowball English stop words), and the headless
 # browser the HTML-report test renders in.
-DEB_PACKAGES := wordnet-base wordnet-sense-index liblingua-stopwords-perl chromium
+DEB_PACKAGES := wordnet-base wordnet-sense-index liblingua-stopwords-perl chromium redis-server
 APT_GET ?= apt-get
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 

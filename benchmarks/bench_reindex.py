@@ -2,6 +2,7 @@
 
     python benchmarks/bench_reindex.py --docs 10000 --workers 1,2      # text corpus
     python benchmarks/bench_reindex.py --docs 2000 --html              # HTML corpus (parsed)
+    python benchmarks/bench_reindex.py --docs 10000 --workers 1 --slices 2   # and 2 slices + final pass
 
 A synthetic corpus is loaded into the noida-db emulator of tests/es_server.py (or the cluster of
 ``--es-url``): articles written from WordNet sentences (``sitegen.load_sentences``), 10% exact
@@ -9,7 +10,10 @@ copies and 10% near copies (a paragraph dropped, a sentence added), each with ``
 ``body`` (or ``html``: the article in a page template), ``crawled`` and ``site``.  Each ``--workers``
 value reindexes it into a new destination; the figures are documents per second (wall time of
 ``Reindex.run``, reads, decisions and bulk writes included) and the requests made to the cluster
-per document (target: well under one).  The emulator is not Elasticsearch: its timings are not a
+per document (target: well under one).  With ``--slices N`` the corpus is also reindexed by N
+``dedup reindex --slices N --slice I`` processes at once, then the final pass (``--merge``): the
+figures are the slices' wall time, the final pass's wall time and requests, and whether the
+kept set equals the first ``--workers`` run's.  The emulator is not Elasticsearch: its timings are not a
 cluster's, but the request count is the design's.
 """
 from __future__ import annotations
@@ -77,12 +81,65 @@ def load(es_url: str, name: str, docs: list[dict], html: bool) -> None:
     client.close()
 
 
+def dest_ids(es_url: str, name: str) -> set[str]:
+    from elasticsearch import Elasticsearch, helpers
+
+    client = Elasticsearch(es_url, request_timeout=120)
+    try:
+        client.indices.refresh(index=name)
+        return {h["_id"] for h in helpers.scan(client, index=name, _source=False, size=5000)}
+    finally:
+        client.close()
+
+
+def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) -> None:
+    """N slice processes at once, then the final pass; kept set compared with ``single_dest``."""
+    import subprocess
+
+    from dedup.deduplicator import DedupConfig
+    from index.elastic.reindex import Reindex
+
+    n = args.slices
+    dest = f"{base}/bench-dest-s{n}"
+    fields = ["--text-field", "", "--html-field", "html"] if args.html else ["--text-field", "body"]
+    common_args = ["reindex", f"{base}/bench-corpus", dest, "--url-field", "url", "--title-field", "title",
+                   "--time-field", "crawled", *fields, "--slices", str(n), "--json"]
+    t = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "dedup.cli", *common_args, "--slice", str(i),
+                               "--dropped-log", str(tmp / f"s{i}" / "dropped.jsonl")], cwd=common.ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for i in range(n)]
+    import json
+
+    reports = [json.loads(p.communicate()[0]) for p in procs]
+    slices_wall = time.perf_counter() - t
+    job = Reindex(f"{base}/bench-corpus", dest, url_field="url", text_field=None if args.html else "body",
+                  html_field="html" if args.html else None, title_field="title", time_field="crawled",
+                  config=DedupConfig(), dropped_log=tmp / "merge" / "dropped.jsonl", slices=n, merge=True)
+    t = time.perf_counter()
+    merged = job.run()
+    merge_wall = time.perf_counter() - t
+    total = sum(r["processed"] for r in reports)
+    same = dest_ids(base, dest.rsplit("/", 1)[1]) == dest_ids(base, single_dest.rsplit("/", 1)[1])
+    res.figure(f"reindex.s{n}.docs_per_s", f"documents per second, {n} slices at once then the final pass",
+               total / (slices_wall + merge_wall), "docs/s", note=f"load {common.loadavg():.1f}")
+    res.figure(f"reindex.s{n}.merge_s", "final pass wall time", merge_wall, "s",
+               note=f"{merged.processed} kept documents decided again, {merged.dropped} dropped, "
+                    f"{merged.flagged} flagged")
+    res.figure(f"reindex.s{n}.merge_requests_per_doc", "final pass requests per document of the corpus",
+               merged.requests / max(total, 1), "requests/doc", goal=("<", 0.1))
+    res.figure(f"reindex.s{n}.same_kept_set", "kept set equals the unsliced run's", int(same), "bool", goal=("==", 1))
+    print(f"  --slices {n}: {total} docs in {slices_wall:.1f} s + final pass {merge_wall:.1f} s "
+          f"({merged.requests} requests, dropped {merged.dropped}, flagged {merged.flagged}); "
+          f"same kept set as one process: {same}", flush=True)
+
+
 def main(argv=None) -> int:
     p = common.parser(__doc__)
     p.add_argument("--docs", type=int, default=10_000, help="documents in the corpus (default 10,000)")
     p.add_argument("--workers", default="1,2", help="comma list of --workers values to run (default 1,2)")
     p.add_argument("--html", action="store_true", help="an HTML field, parsed and extracted (default: text)")
     p.add_argument("--es-url", help="a cluster to use instead of starting the emulator")
+    p.add_argument("--slices", type=int, default=0, help="also run N slices in parallel, then --merge (default: no)")
     args = p.parse_args(argv)
     n = 300 if args.quick else args.docs
     workers = [int(w) for w in args.workers.split(",")]
@@ -126,6 +183,8 @@ def main(argv=None) -> int:
             print(f"  --workers {w}: {report.processed} docs in {wall:.1f} s ({rate:.1f}/s), {report.requests} "
                   f"requests, kept {report.kept}, dropped {report.dropped}", flush=True)
         res.table("runs", ["workers", "documents", "kept", "dropped", "flagged", "wall s", "docs/s", "requests"], rows)
+        if args.slices > 1:
+            sliced(res, base, tmp, args, f"{base}/bench-dest-w{workers[0]}")
         res.note("Elasticsearch API of the noida-db emulator (not Elasticsearch: its timings are not a cluster's)"
                  if emulator else f"cluster {base}")
     finally:

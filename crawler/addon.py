@@ -3,7 +3,8 @@
     ADDONS = {"crawler.addon.DedupAddon": 100}
 
 adds ``DedupPipeline`` (300) and ``IndexPipeline`` (800) to ``ITEM_PIPELINES``, the
-``SpoolMiddleware`` (50, replays items an outage spooled) to ``SPIDER_MIDDLEWARES``,
+``SpoolMiddleware`` (50, replays items an outage spooled) to ``SPIDER_MIDDLEWARES`` (and, when
+``SCHEDULER`` is :class:`crawler.frontier.ReliableScheduler`, its ``FrontierMiddleware`` (0)),
 ``HonestEnd`` (a crawl that lost work exits non-zero, see :mod:`crawler.honesty`) to
 ``EXTENSIONS``, with ``JOBDIR`` the ``RequestJournal`` extension and its ``JournalMiddleware``
 (1) (nothing lost when the crawl is killed, see :mod:`crawler.journal`), makes
@@ -98,6 +99,19 @@ def check_settings(settings: BaseSettings) -> None:
         raise UsageError(f"scrapy-dedup: {exc}", print_help=False) from None
 
 
+def _reliable_frontier(scheduler: object) -> bool:
+    """Whether ``SCHEDULER`` is :class:`crawler.frontier.ReliableScheduler` (or a subclass); scrapy-redis is
+    imported only then."""
+    name = scheduler if isinstance(scheduler, str) else getattr(scheduler, "__module__", "")
+    if not str(name).startswith("crawler.frontier"):
+        return False
+    from scrapy.utils.misc import load_object
+
+    from .frontier import ReliableScheduler
+
+    return issubclass(load_object(scheduler), ReliableScheduler)
+
+
 class DedupAddon:
     @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
@@ -118,6 +132,9 @@ class DedupAddon:
         for pipeline, priority in PIPELINES.items():
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, priority)
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SpoolMiddleware, 50)
+        if _reliable_frontier(settings.get("SCHEDULER")):
+            # next to the engine: it tells the shared frontier when a page's items and links are safe
+            settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", "crawler.frontier.FrontierMiddleware", 0)
         settings.setdefault_in_component_priority_dict("EXTENSIONS", HonestEnd, 500)
         if settings.get("JOBDIR"):  # the request journal belongs to a job; without one it has nothing to do
             settings.setdefault_in_component_priority_dict("EXTENSIONS", RequestJournal, 500)

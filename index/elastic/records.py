@@ -41,7 +41,7 @@ from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
 
 from .connect import Retrying, check_index_name, create_index
 
-__all__ = ["ElasticIndex", "MAPPING", "record_id", "claim_id", "record_actions"]
+__all__ = ["ElasticIndex", "MAPPING", "record_id", "claim_id", "page_record_id", "record_actions"]
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +75,16 @@ def claim_id(content_hash: str) -> int:
     return (xxhash.xxh3_64_intdigest(f"claim\x00{content_hash}".encode()) & _MASK63) or 1
 
 
+def page_record_id(record: Record) -> int:
+    """The id of a record that claims nothing: derived from its URL and content hash."""
+    return (xxhash.xxh3_64_intdigest(f"page\x00{record.url}\x00{record.content_hash}".encode()) & _MASK63) or 1
+
+
 def record_id(record: Record) -> int:
     """The id ``record`` is stored under (see the module docstring)."""
     if claims_content(record):
         return claim_id(record.content_hash)
-    return (xxhash.xxh3_64_intdigest(f"page\x00{record.url}\x00{record.content_hash}".encode()) & _MASK63) or 1
+    return page_record_id(record)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -316,20 +321,24 @@ class ElasticIndex:
         return hits
 
 
-def record_actions(index: ElasticIndex, records: Iterable[Record]) -> list[dict[str, Any]]:
-    """Bulk ``index`` actions storing ``records`` in ``index`` under their :func:`record_id`, for a
-    writer that decided them elsewhere (a reindex's local state): no content claim is made, and a
-    repeat overwrites, so resending after an interruption is harmless."""
+def record_actions(index: ElasticIndex, records: Iterable[Record], *, claim: bool = False,
+                   ids: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Bulk actions storing ``records`` in ``index`` under their :func:`record_id` (or ``ids[n]``
+    for the n-th record), for a writer that decided them elsewhere (a reindex's local state).
+    Without ``claim`` every action is an ``index``: a repeat overwrites, so resending after an
+    interruption is harmless.  With ``claim`` a record claiming its content is a ``create`` (the
+    claim of the crawl path, made in bulk): a 409 says another writer holds that content."""
     actions = []
-    for record in records:
+    for n, record in enumerate(records):
         sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
         if index.ref_id is None:
             index._set_reference(record.ref_id, sig.size)
         index._check_ref(record.ref_id, sig.size, "signature")
-        rid = record_id(record)
+        rid = ids[n] if ids and n in ids else record_id(record)
         doc = record.to_dict()
         doc.update(id=rid, simhash_keys=index._keys.keys(int(record.simhash)))
         if np.linalg.norm(sig) > 0:
             doc["signature_vector"] = _unit(sig).tolist()
-        actions.append({"_op_type": "index", "_index": index.name, "_id": str(rid), "_source": doc})
+        op = "create" if claim and rid == claim_id(record.content_hash) and claims_content(record) else "index"
+        actions.append({"_op_type": op, "_index": index.name, "_id": str(rid), "_source": doc})
     return actions

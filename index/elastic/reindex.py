@@ -189,7 +189,8 @@ class Reindex:
                  keep: str = "oldest", config: DedupConfig | None = None, dropped_log: str | os.PathLike,
                  checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
                  batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
-                 workers: int = 1, dry_run: bool = False, force: bool = False, alias: str | None = None,
+                 workers: int = 1, slices: int = 1, slice_id: int | None = None, merge: bool = False,
+                 dry_run: bool = False, force: bool = False, alias: str | None = None,
                  es_options: dict[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
                  on_decided: Callable[[int], None] | None = None) -> None:
         if batch_size < 1:
@@ -199,6 +200,18 @@ class Reindex:
         if workers < 1:
             raise ValueError(f"workers must be >= 1 (got {workers})")
         self.workers = workers
+        if slices < 1:
+            raise ValueError(f"slices must be >= 1 (got {slices})")
+        if merge and slices < 2:
+            raise ValueError("--merge is the final pass of a sliced reindex: give it the --slices N of the slices")
+        if slices > 1 and not merge and (slice_id is None or not 0 <= slice_id < slices):
+            raise ValueError(f"with --slices {slices} give --slice I, 0 <= I < {slices} (got {slice_id}), "
+                             "or --merge for the final pass")
+        if slices == 1 and slice_id not in (None, 0):
+            raise ValueError(f"--slice {slice_id} needs --slices N > {slice_id}")
+        if slices > 1 and not merge and alias:
+            raise ValueError("--alias belongs to the final pass (--merge): a slice alone is not the whole corpus")
+        self.slices, self.slice_id, self.merging = slices, (slice_id or 0) if slices > 1 else None, merge
         if not text_field and not html_field:
             raise ValueError("name the source's main-text field (--text-field) or HTML field (--html-field)")
         self.source_uri, self.dest_uri = source, dest
@@ -210,8 +223,9 @@ class Reindex:
         self.config = config or DedupConfig()
         self.dropped_log = Path(dropped_log)
         dest_name = dest.rstrip("/").rsplit("/", 1)[-1]
+        part = ("" if slices == 1 else f".merge-of-{slices}" if merge else f".slice-{slice_id}-of-{slices}")
         self.checkpoint = Path(checkpoint) if checkpoint else self.dropped_log.with_name(
-            f"reindex-{dest_name}.checkpoint.json")
+            f"reindex-{dest_name}{part}.checkpoint.json")
         self.work_dir = Path(work_dir) if work_dir else self.checkpoint.with_name(
             self.checkpoint.name.removesuffix(".json").removesuffix(".checkpoint") + ".work")
         self.batch_size, self.bulk_bytes, self.read_size = batch_size, bulk_bytes, read_size
@@ -231,6 +245,10 @@ class Reindex:
 
     # -- the job ------------------------------------------------------------------------------------
     def run(self) -> ReindexReport:
+        if self.merging:
+            from .reindex_slices import merge
+
+            return merge(self)
         start = time.monotonic()
         src, src_name = self._connect(self.source_uri)
         work = Path(tempfile.mkdtemp(prefix="dedup-reindex-")) if self.dry_run else self.work_dir
@@ -272,6 +290,10 @@ class Reindex:
                 self._loop(src, src_name, local, state, sink, report, total)
                 if sink is not None:
                     sink.flush()
+                    if self.slices > 1:
+                        processed, kept, _, statuses = state.counts()
+                        sink.registry.finish(self.slice_id, {"processed": processed, "kept": kept,
+                                                             "statuses": statuses})
                     if self.alias:
                         sink.swap_alias(self.alias)
                         report.alias = self.alias
@@ -404,6 +426,10 @@ class Reindex:
                                    keep_alive=self.keep_alive)["id"]
                 body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": self.keep_alive}, "size": self.read_size,
                                         "sort": self.sort, "track_total_hits": False}
+                if self.slices > 1:
+                    from .reindex_slices import SLICE_FIELD
+
+                    body["slice"] = {"field": SLICE_FIELD, "id": self.slice_id, "max": self.slices}
                 if after is not None:
                     body["search_after"] = after
                 try:
@@ -447,6 +473,8 @@ class Reindex:
         """What the cluster (kept) or the dropped log (dropped) gets for this decision."""
         source = hit["_source"]
         if verdict.kept:
+            if self.slices > 1:  # which slice decided it: a slice's --check looks at its own documents only
+                return {**source, "dedup": {**verdict.to_dict(), "slice": self.slice_id}}
             return {**source, "dedup": verdict.to_dict()}
         url = page.url if page else str(hit["_id"])
         item = {"id": hit["_id"], "url": url, "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
@@ -457,7 +485,14 @@ class Reindex:
     def _identity(self) -> dict[str, Any]:
         return {"source": self.source_uri, "dest": self.dest_uri, "sort": self.sort, "dry_run": self.dry_run,
                 "fields": [self.url_field, self.text_field, self.html_field, self.title_field],
-                "thresholds": self.config.thresholds()}
+                "thresholds": self.config.thresholds(), "slices": self.slices, "slice": self.slice_id}
+
+    def job_key(self) -> str:
+        """What every slice of one sliced reindex shares (the destination's marker names it)."""
+        import hashlib
+
+        same = {k: v for k, v in self._identity().items() if k not in ("slice", "dry_run")}
+        return hashlib.sha1(json.dumps(same, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def _check_source(self, src: Retrying, name: str) -> int:
         """The source's document count, after checking every named field against its mapping."""
@@ -493,7 +528,8 @@ class Reindex:
             need("--time-field" if self.keep in ("oldest", "newest") else "--keep", key, _SORTABLE, "sortable")
         if not texts:
             raise ValueError(f"the mapping of `{name}` has no text field to deduplicate on")
-        return int(src.call("count the source", c.count, index=name)["count"])
+        count = int(src.call("count the source", c.count, index=name)["count"])
+        return -(-count // self.slices)  # a slice's share, for the progress bar
 
     # -- checkpoint ------------------------------------------------------------------------------------
     def _save_checkpoint(self, state: WorkState, report: ReindexReport | None = None, finished: bool = False) -> None:
@@ -513,6 +549,9 @@ class Reindex:
         each lacks, what each holds that no decision explains.  ``report["ok"]`` when all agree."""
         from . import dedup_name
 
+        if self.merging:
+            raise ValueError("--check compares one run's work folder with the cluster: check each slice "
+                             "(--slices N --slice I --check); the final pass keeps no work folder")
         if not (self.work_dir / "state.sqlite").exists():
             raise ValueError(f"no work folder {self.work_dir} to check against (pass --work-dir)")
         state = WorkState(self.work_dir)
@@ -520,7 +559,15 @@ class Reindex:
         try:
             kept, dropped = state.ids(kept=True), state.ids(kept=False)
             unsent = sum(1 for _ in state.unsent())
-            dest_ids = self._all_ids(es, name)
+            merged: set[str] = set()
+            if self.slices > 1:
+                # the final pass may have dropped kept documents of this slice (into its own log), and
+                # the destination holds every slice's documents: only this slice's are compared
+                from .reindex_slices import Registry
+
+                merged = set(Registry(es, name).drops(self.slice_id)) & set(kept)
+                kept = {k: v for k, v in kept.items() if k not in merged}
+            dest_ids = self._all_ids(es, name, slice_id=self.slice_id)
             record_ids = self._all_ids(es, dedup_name(name))
             want_records = {str(r) for r in kept.values() if r is not None}
             logged, restored = self._log_states()
@@ -528,9 +575,10 @@ class Reindex:
             report = {
                 "destination": name, "decided": len(kept) + len(dropped) + unsent, "unsent": unsent,
                 "kept": len(kept), "dropped": len(dropped), "restored": len(restored),
+                "dropped_by_final_pass": len(merged),
                 "missing_in_destination": sorted((set(kept) | restored) - dest_ids),
                 "unexpected_in_destination": sorted(dest_ids - set(kept) - set(dropped) - pending),
-                "dropped_but_in_destination": sorted((set(dropped) - restored) & dest_ids),
+                "dropped_but_in_destination": sorted(((set(dropped) | merged) - restored) & dest_ids),
                 "missing_records": sorted(want_records - record_ids),
                 "missing_in_dropped_log": sorted(set(dropped) - logged - restored),
                 "kept_but_in_dropped_log": sorted(set(kept) & (logged | restored)),
@@ -541,31 +589,19 @@ class Reindex:
             es.close()
             state.close()
 
-    def _all_ids(self, es: Retrying, index: str) -> set[str]:
-        c = es.client
-        if not es.call("check an index", c.indices.exists, index=index):
+    def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
+        """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
+        ``dedup.slice``; restored documents, which carry none, count for every slice)."""
+        from .reindex_slices import pit_pages
+
+        if not es.call("check an index", es.client.indices.exists, index=index):
             return set()
         ids: set[str] = set()
-        pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive="2m")["id"]
-        after = None
-        try:
-            while True:
-                body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": "2m"}, "size": 5000, "_source": False,
-                                        "sort": [{"_shard_doc": "asc"}], "track_total_hits": False}
-                if after is not None:
-                    body["search_after"] = after
-                got = es.call("list document ids", c.search, **body)
-                pit = got.get("pit_id", pit)
-                hits = got["hits"]["hits"]
-                ids.update(h["_id"] for h in hits)
-                if len(hits) < 5000:
-                    return ids
-                after = hits[-1]["sort"]
-        finally:
-            try:
-                c.close_point_in_time(id=pit)
-            except Exception:
-                log.debug("could not close point in time on %s", index, exc_info=True)
+        for hits in pit_pages(es, index, "list document ids", size=5000,
+                              _source=["dedup.slice"] if slice_id is not None else False):
+            ids.update(h["_id"] for h in hits if slice_id is None or
+                       ((h.get("_source") or {}).get("dedup") or {}).get("slice", slice_id) == slice_id)
+        return ids
 
     def _logged_ids(self) -> set[str]:
         """Source ids this reindex has in the dropped log (restored ones included)."""
@@ -617,8 +653,15 @@ class _Sink:
         self.job, self.state, self.local = job, state, local
         self.es, self.name = job._connect(job.dest_uri)
         self.created: list[str] = []
+        self.registry: Any = None
         try:
             self._open_dest(src, src_name)
+            if job.slices > 1:
+                from .reindex_slices import Registry
+
+                self.registry = Registry(self.es, self.name)
+                self.registry.register(job.slice_id, job.slices, state.run_id(), str(job.work_dir.resolve()),
+                                       force=job.force)
             existed = self.es.call("check the dedup index", self.es.client.indices.exists,
                                    index=dedup_name(self.name))
             self.records = ElasticIndex(self.es, dedup_name(self.name), k=job.config.max_distance,
@@ -643,6 +686,8 @@ class _Sink:
         marker = {"run": run, "source": job.source_uri, "work_dir": str(job.work_dir.resolve()),
                   "url_field": job.url_source, "url_key": job.url_field, "text_field": job.text_field, "html_field": job.html_field,
                   "title_field": job.title_field, "started": iso_now()}
+        if job.slices > 1:  # every slice of the job writes here: the marker names the job, not one run
+            marker.update(job=job.job_key(), slices=job.slices)
         if not self.es.call("check the destination", c.indices.exists, index=self.name):
             got = src.call("read the source mapping", src.client.indices.get_mapping, index=src_name)
             mapping = next(iter(got.values()))["mappings"]
@@ -691,6 +736,8 @@ class _Sink:
         held = (next(iter(got.values()))["mappings"].get("_meta") or {}).get(MARKER)
         if held and held.get("run") == marker["run"]:
             return
+        if held and marker.get("job") and held.get("job") == marker["job"]:
+            return  # another slice of the same sliced reindex
         if not self.job.force:
             who = (f"another reindex (run {held.get('run')}, from {held.get('source')}, work folder "
                    f"{held.get('work_dir')}, started {held.get('started')})" if held else
@@ -741,9 +788,17 @@ class _Sink:
                 for sid, payload, _ in self.kept]
         from .records import record_actions
 
-        records = record_actions(self.records, [r for _, _, r in self.kept if r is not None])
+        kept_records = [(sid, r) for sid, _, r in self.kept if r is not None]
+        sliced = self.job.slices > 1
+        if sliced:
+            for sid, r in kept_records:  # the final pass finds a document's record by its source id
+                r.extra["source_id"] = sid
+        records = record_actions(self.records, [r for _, r in kept_records], claim=sliced)
         self._bulk(docs, f"write {len(docs)} documents to {self.name}")
-        self._bulk(records, f"write {len(records)} dedup records to {self.records.name}")
+        conflicts = self._bulk(records, f"write {len(records)} dedup records to {self.records.name}",
+                               conflicts=sliced)
+        if conflicts:
+            self._contested(conflicts, dict(kept_records))
         if self.dropped:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()
@@ -755,14 +810,50 @@ class _Sink:
         self.sent_any = True
         self.created = []  # the destination holds this run's documents now: never removed
 
-    def _bulk(self, actions: list[dict[str, Any]], what: str) -> None:
+    def _contested(self, conflicts: list[dict[str, Any]], by_sid: dict[str, Record]) -> None:
+        """Content claims refused with 409: a claim this slice wrote before an interruption is
+        its own (a replay); another slice's means another slice kept the same content, and the
+        record goes under its page id, for the final pass to decide (see :mod:`.reindex_slices`)."""
+        from .records import page_record_id, record_actions
+
+        got = self.es.call("read contested claims", self.es.client.mget, index=self.records.name,
+                           ids=[a["_id"] for a in conflicts])
+        holders = {d["_id"]: ((d.get("_source") or {}).get("extra") or {}).get("source_id")
+                   for d in got["docs"] if d.get("found")}
+        moved: list[tuple[str, Record]] = []
+        for action in conflicts:
+            sid = action["_source"]["extra"]["source_id"]
+            if holders.get(action["_id"]) != sid:
+                moved.append((sid, by_sid[sid]))
+        if not moved:
+            return
+        ids = {n: page_record_id(r) for n, (_, r) in enumerate(moved)}
+        self._bulk(record_actions(self.records, [r for _, r in moved], ids=ids),
+                   f"write {len(moved)} contested dedup records to {self.records.name}")
+        self.state.set_es_record_ids({sid: ids[n] for n, (sid, _) in enumerate(moved)})
+        log.info("%d record(s) hold content another slice kept too: the final pass (--merge) decides them",
+                 len(moved))
+
+    @staticmethod
+    def swap_alias_on(es: Retrying, name: str, alias: str) -> None:
+        c = es.client
+        got = es.call("read the alias", c.options(ignore_status=404).indices.get_alias, name=alias)
+        actions = [{"remove": {"index": other, "alias": alias}} for other in got
+                   if isinstance(got.get(other), dict) and other != name]
+        actions.append({"add": {"index": name, "alias": alias}})
+        es.call("swap the alias", c.indices.update_aliases, actions=actions)
+        log.info("Alias %s now points to %s", alias, name)
+
+    def _bulk(self, actions: list[dict[str, Any]], what: str, *, conflicts: bool = False) -> list[dict[str, Any]]:
         """``actions`` through ``streaming_bulk``; items refused for a transient reason are sent again
-        within the retry budget, any other refusal is an error naming the document."""
+        within the retry budget, any other refusal is an error naming the document, except, with
+        ``conflicts``, a 409 of a ``create``: those actions are returned."""
         from elasticsearch import helpers
 
         if not actions:
-            return
+            return []
         todo = actions
+        refused: list[dict[str, Any]] = []
         start, delay = time.monotonic(), 0.5
         while True:
             failed: list[tuple[dict[str, Any], int, str]] = []
@@ -778,8 +869,11 @@ class _Sink:
 
             self.es.call(what, send)
             self.job.requests += max(0, -(-len(todo) // self.job.batch_size) - 1)  # one call counted per chunk
+            if conflicts:
+                refused += [a for a, status, _ in failed if status == 409 and a["_op_type"] == "create"]
+                failed = [f for f in failed if not (f[1] == 409 and f[0]["_op_type"] == "create")]
             if not failed:
-                return
+                return refused
             transient = [f for f in failed if f[1] in (429, 502, 503, 504)]
             if len(transient) < len(failed):
                 bad = [f for f in failed if f[1] not in (429, 502, 503, 504)]
@@ -794,13 +888,7 @@ class _Sink:
             todo = [a for a, _, _ in transient]
 
     def swap_alias(self, alias: str) -> None:
-        c = self.es.client
-        got = self.es.call("read the alias", c.options(ignore_status=404).indices.get_alias, name=alias)
-        actions = [{"remove": {"index": name, "alias": alias}} for name in got
-                   if isinstance(got.get(name), dict) and name != self.name]
-        actions.append({"add": {"index": self.name, "alias": alias}})
-        self.es.call("swap the alias", c.indices.update_aliases, actions=actions)
-        log.info("Alias %s now points to %s", alias, self.name)
+        self.swap_alias_on(self.es, self.name, alias)
 
     def close(self) -> None:
         try:

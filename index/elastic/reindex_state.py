@@ -95,6 +95,12 @@ class WorkState:
             self.db.executemany("UPDATE docs SET sent = 1 WHERE source_id = ?", rows)
             self.db.executemany("DELETE FROM pending WHERE source_id = ?", rows)
 
+    def set_es_record_ids(self, ids: dict[str, int]) -> None:
+        """Record that these decisions' records went under other ids (a contested claim)."""
+        with self.db:
+            self.db.executemany("UPDATE docs SET es_record_id = ? WHERE source_id = ?",
+                                [(rid, sid) for sid, rid in ids.items()])
+
     def unsent(self) -> Iterator[tuple[str, bool, int | None, dict[str, Any]]]:
         """``(source id, kept, local record id, payload)`` of the decisions not yet in the cluster."""
         rows = self.db.execute("SELECT d.source_id, d.kept, d.record_id, p.payload FROM pending p JOIN docs d "

@@ -67,7 +67,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                   html_field=args.html_field, title_field=args.title_field or None, time_field=args.time_field,
                   keep=args.keep, config=DedupConfig(**overrides), dropped_log=args.dropped_log,
                   checkpoint=args.checkpoint, work_dir=args.work_dir, batch_size=args.batch_size,
-                  read_size=args.read_size, workers=args.workers,
+                  read_size=args.read_size, workers=args.workers, slices=args.slices, slice_id=args.slice,
+                  merge=args.merge,
                   dry_run=args.dry_run, force=args.force, alias=args.alias, es_options=es_options, progress=show)
     try:
         if args.check:
@@ -138,6 +139,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--read-size", type=int, default=1000, help="documents per point-in-time read (default 1000)")
     p.add_argument("--workers", type=int, default=1,
                    help="processes parsing pages and computing features (default 1; decisions stay in one)")
+    p.add_argument("--slices", type=int, default=1,
+                   help="split the source into N slices (sliced point in time) decided by N processes, on one "
+                        "or several machines; then run --merge once (default 1)")
+    p.add_argument("--slice", type=int, help="with --slices N: the slice this process decides, 0 <= I < N")
+    p.add_argument("--merge", action="store_true",
+                   help="with --slices N: the final pass, once every slice is finished (one copy per exact group "
+                        "across slices, near copies across slices flagged)")
     p.add_argument("--dry-run", action="store_true", help="decide everything in a temporary folder, write nothing")
     p.add_argument("--force", action="store_true", help="write into a destination another run (or no reindex) filled")
     p.add_argument("--check", action="store_true",

@@ -1,0 +1,353 @@
+"""Sliced reindexing: N processes share one corpus, then one final pass joins their decisions.
+
+``dedup reindex SRC DEST --slices N --slice I`` reads slice ``I`` of ``N`` of the source through
+a sliced point in time and decides it as an unsliced run decides the whole corpus (its own work
+folder, ``reindex-DEST.slice-I-of-N.work``; resumable; bulk writes).  The slice is taken on the
+``_id`` field (``slice: {field: _id, id: I, max: N}``), not on Elasticsearch's default for a
+point in time (Lucene doc ids), which only partitions the corpus when every slice reads the
+*same* point in time: here each process, and each resume after a lost point in time, opens its
+own, and ``_id`` hashing gives the same partition every time.
+
+Across slices nothing is decided until the **final pass** (``--merge``), run once when every
+slice is finished (on any machine that reaches the cluster):
+
+* During the slices, a kept record that claims its content is written to ``DEST-dedup`` with
+  ``op_type=create`` (the crawl path's claim, in bulk).  A 409 naming a record of another slice
+  means another slice kept the same content: the record is written under its page id instead,
+  so both stay visible to the final pass and the shared index never holds two claims.
+* The final pass reads the documents of ``DEST`` in the keep rule's order (the destination has
+  the source's mapping, so the same sort works) and decides each kept document again, from its
+  record in ``DEST-dedup`` (no parsing), against the documents kept before it by *any* slice, in
+  an embedded index: the decisions an unsliced run makes, over the documents the slices kept.
+  A document that is now an exact duplicate (a status of ``drop``) is deleted from ``DEST`` and
+  ``DEST-dedup`` and logged in the final pass's dropped log; a document a slice found unique
+  and that is a near copy of another slice's gets the new verdict (kept, flagged).
+
+What it gives: one copy per exact group, the earliest in the keep order, as one process keeps
+(content equality is transitive, so which slice saw a copy first does not matter); near copies
+across slices are flagged.  Where it can differ from one process: a document a slice *dropped*
+is not decided again, so when its slice's copy is itself dropped by the final pass, its
+``duplicate_of`` names that dropped copy; with a ``drop`` that includes near statuses a chain
+of near copies spread over slices can end with a different kept set (near similarity is not
+transitive).  Ties of the keep rule (equal sort values) are ordered by shard position, which
+may differ between the source and the destination.
+
+The state shared by the slices lives in the cluster, in ``DEST-slices``: one document per slice
+(its run, work folder, host, finished or not; the rerun guard of a slice) and one per document the
+final pass dropped (the drop line, so a final pass killed half-way and run again decides the
+same, and a slice's ``--check`` knows which of its kept documents the final pass took away).
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+
+from dedup.droplog import append_events, drop_line, iso_now
+from dedup.features import Features
+from dedup.mrc import Signature
+from dedup.page import Page
+from dedup.record import Record
+from dedup.tdw import TermVector
+
+from .connect import Retrying
+
+if TYPE_CHECKING:
+    from .reindex import Reindex, ReindexReport
+
+__all__ = ["SLICE_FIELD", "Registry", "merge", "pit_pages", "record_features", "slices_name"]
+
+log = logging.getLogger(__name__)
+
+#: the field the source is sliced on: stable across points in time (see the module docstring)
+SLICE_FIELD = "_id"
+
+_MAPPING: dict[str, Any] = {
+    "dynamic": False,
+    "properties": {
+        "kind": {"type": "keyword"}, "slice": {"type": "integer"}, "of": {"type": "integer"},
+        "run": {"type": "keyword"}, "finished": {"type": "boolean"}, "source_id": {"type": "keyword"},
+        "line": {"type": "object", "enabled": False},
+    },
+}
+
+
+def slices_name(dest_name: str) -> str:
+    """The index beside ``DEST`` holding the slices' shared state."""
+    return f"{dest_name}-slices"
+
+
+def record_features(record: Record) -> tuple[Page, Features]:
+    """A page and its features rebuilt from a stored record: what ``Deduplicator.check`` reads
+    (the record keeps every array the decision compares; the page only says whether there was
+    text and carries the URL and title)."""
+    page = Page(url=record.url, title=record.title, text="recorded" if record.content_hash else "")
+    features = Features(
+        content_hash=record.content_hash, title_key=record.title_key,
+        tdw=TermVector(np.asarray(record.terms, dtype=np.uint64), np.asarray(record.weights, dtype=np.float32)),
+        simhash=int(record.simhash), chunks=np.asarray(record.chunks, dtype=np.uint64),
+        shingles=np.asarray(record.shingles, dtype=np.uint64),
+        shingle_count=int(record.extra.get("shingle_count", len(record.shingles))),
+        signature=Signature(np.asarray(record.signature, dtype=np.float32), record.ref_id),
+        sentences=int(record.sentences))
+    return page, features
+
+
+def pit_pages(es: Retrying, index: str, what: str, *, size: int = 1000, sort: list[dict[str, Any]] | None = None,
+              **body: Any) -> Iterator[list[dict[str, Any]]]:
+    """Pages of hits of ``index`` through a point in time and ``search_after`` (``sort``: by
+    default ``_shard_doc``, the cheapest complete order), the point in time closed at the end."""
+    c = es.client
+    pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive="5m")["id"]
+    after = None
+    try:
+        while True:
+            request: dict[str, Any] = {"pit": {"id": pit, "keep_alive": "5m"}, "size": size,
+                                       "sort": sort or [{"_shard_doc": "asc"}], "track_total_hits": False, **body}
+            if after is not None:
+                request["search_after"] = after
+            got = es.call(what, c.search, **request)
+            pit = got.get("pit_id", pit)
+            hits = got["hits"]["hits"]
+            if hits:
+                yield hits
+            if len(hits) < size:
+                return
+            after = hits[-1]["sort"]
+    finally:
+        try:
+            c.close_point_in_time(id=pit)
+        except Exception:  # the point in time expires by itself; never mask the real error
+            log.debug("could not close point in time on %s", index, exc_info=True)
+
+
+class Registry:
+    """``DEST-slices``: the slices of a sliced reindex and the final pass's drops."""
+
+    def __init__(self, es: Retrying, dest_name: str) -> None:
+        self.es, self.name = es, slices_name(dest_name)
+
+    def ensure(self) -> None:
+        from elasticsearch import BadRequestError
+
+        if self.es.call("check the slice registry", self.es.client.indices.exists, index=self.name):
+            return
+        try:
+            self.es.call("create the slice registry", self.es.client.indices.create, index=self.name,
+                         mappings=_MAPPING)
+        except BadRequestError as exc:  # another slice created it first
+            if "resource_already_exists" not in str(exc):
+                raise
+
+    def register(self, slice_id: int, slices: int, run: str, work_dir: str, *, force: bool) -> None:
+        """Record that ``run`` works on ``slice_id``; another run already on it is refused (two
+        work folders deciding one slice) unless ``force``."""
+        self.ensure()
+        c = self.es.client
+        got = self.es.call("read the slice registry", c.options(ignore_status=404).get, index=self.name,
+                           id=f"slice-{slice_id}")
+        held = got.get("_source") if got.get("found") else None
+        if held and held.get("run") != run and not force:
+            raise ValueError(f"slice {slice_id} of {slices} is already decided by another run (work folder "
+                             f"{held.get('work_dir')} on {held.get('host')}, started {held.get('started')}); "
+                             "resume it there, or pass --force to decide it again from this work folder")
+        doc = {"kind": "slice", "slice": slice_id, "of": slices, "run": run, "work_dir": work_dir,
+               "host": socket.gethostname(), "started": (held or {}).get("started") if held and
+               held.get("run") == run else iso_now(), "finished": False}
+        self.es.call("register the slice", c.index, index=self.name, id=f"slice-{slice_id}", document=doc,
+                     refresh=True)
+
+    def finish(self, slice_id: int, counts: dict[str, Any]) -> None:
+        self.es.call("mark the slice finished", self.es.client.update, index=self.name, id=f"slice-{slice_id}",
+                     doc={"finished": True, "ended": iso_now(), "counts": counts}, refresh=True)
+
+    def _scan(self, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        if not self.es.call("check the slice registry", self.es.client.indices.exists, index=self.name):
+            return
+        self.es.call("refresh the slice registry", self.es.client.indices.refresh, index=self.name)
+        for hits in pit_pages(self.es, self.name, "read the slice registry", query=query):
+            yield from hits
+
+    def slices(self) -> dict[int, dict[str, Any]]:
+        return {int(h["_source"]["slice"]): h["_source"] for h in self._scan({"term": {"kind": "slice"}})}
+
+    def drops(self, slice_id: int | None = None) -> dict[str, dict[str, Any]]:
+        """Source id -> drop line of the documents the final pass dropped (of one slice)."""
+        query: dict[str, Any] = {"term": {"kind": "drop"}}
+        if slice_id is not None:
+            query = {"bool": {"filter": [query, {"term": {"slice": slice_id}}]}}
+        return {h["_source"]["source_id"]: h["_source"]["line"] for h in self._scan(query)}
+
+    def mark_merged(self, report: dict[str, Any]) -> None:
+        self.es.call("mark the final pass", self.es.client.index, index=self.name, id="merge",
+                     document={"kind": "merge", "finished": True, "ended": iso_now(), "report": report},
+                     refresh=True)
+
+
+def _dest_in_order(es: Retrying, name: str, sort: list[dict[str, Any]], size: int
+                   ) -> Iterator[list[dict[str, Any]]]:
+    """Batches of ``DEST``'s documents (id and verdict) in keep-rule order."""
+    return pit_pages(es, name, "read the destination", size=size, sort=sort, _source=["dedup"])
+
+
+def _record_ids(es: Retrying, name: str) -> dict[str, int]:
+    """Source id -> record id of every record a reindex wrote to ``name`` (``DEST-dedup``)."""
+    out: dict[str, int] = {}
+    for hits in pit_pages(es, name, "list dedup records", size=5000, _source=["id", "extra.source_id"]):
+        for h in hits:
+            sid = (h["_source"].get("extra") or {}).get("source_id")
+            if sid is not None:
+                out[str(sid)] = int(h["_source"]["id"])
+    return out
+
+
+def merge(job: "Reindex") -> "ReindexReport":
+    """The final pass of a sliced reindex (see the module docstring)."""
+    import time
+
+    from index.local import LocalIndex
+
+    from dedup.deduplicator import Deduplicator
+
+    from . import dedup_name
+    from .reindex import ReindexReport
+
+    start = time.monotonic()
+    es, name = job._connect(job.dest_uri)
+    report = ReindexReport()
+    registry = Registry(es, name)
+    work = Path(tempfile.mkdtemp(prefix="dedup-merge-"))
+    try:
+        held = registry.slices()
+        wrong = sorted(i for i, d in held.items() if d.get("of") != job.slices)
+        if wrong:
+            raise ValueError(f"{registry.name} holds slices of another split ({held[wrong[0]].get('of')} slices, "
+                             f"not {job.slices}): run the final pass with that --slices")
+        missing = [i for i in range(job.slices) if i not in held]
+        unfinished = [i for i in range(job.slices) if i in held and not held[i].get("finished")]
+        if missing or unfinished:
+            parts = ([f"never started: {', '.join(map(str, missing))}"] if missing else []) + (
+                [f"not finished: {', '.join(map(str, unfinished))}"] if unfinished else [])
+            raise ValueError(f"cannot run the final pass of {name}: slice(s) {'; '.join(parts)} (of {job.slices}); "
+                             "run each `--slices N --slice I` command to its end first")
+        records_name = dedup_name(name)
+        es.call("refresh the destination", es.client.indices.refresh, index=f"{name},{records_name}")
+        done = registry.drops()
+        rids = _record_ids(es, records_name)
+        local = LocalIndex(work / "index", k=job.config.max_distance, blocks=job.config.blocks)
+        decider = Deduplicator(local, job.config)
+        try:
+            for hits in _dest_in_order(es, name, job.sort, job.read_size):
+                _merge_batch(job, es, name, registry, decider, hits, rids, done, report)
+        finally:
+            local.close()
+        # the dropped log last: the drops are in the registry, so a rerun completes the log
+        logged = job._logged_ids()
+        lines = [line for sid, line in registry.drops().items() if sid not in logged]
+        job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
+        job.dropped_log.touch()
+        if lines:
+            append_events(job.dropped_log, lines)
+        es.call("refresh the destination", es.client.indices.refresh, index=f"{name},{records_name}")
+        report.dropped = len(done) + report.dropped
+        report.seconds = round(time.monotonic() - start, 2)
+        report.requests = job.requests
+        registry.mark_merged(report.to_dict())
+        if job.alias:
+            from .reindex import _Sink
+
+            _Sink.swap_alias_on(es, name, job.alias)
+            report.alias = job.alias
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        es.close()
+
+
+def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, decider: Any,
+                 hits: list[dict[str, Any]], rids: dict[str, int], done: dict[str, Any],
+                 report: "ReindexReport") -> None:
+    from . import dedup_name
+
+    c = es.client
+    todo = [h for h in hits if h["_id"] not in done]
+    want = [rids[h["_id"]] for h in todo if h["_id"] in rids]
+    got = es.call("read records", c.mget, index=dedup_name(name), ids=[str(i) for i in want]) if want else {"docs": []}
+    records = {}
+    for d in got["docs"]:
+        if d.get("found"):
+            r = Record.from_dict(d["_source"])
+            records[str(r.extra.get("source_id"))] = r
+    drops: list[tuple[str, Any, Page, Record]] = []
+    updates: list[dict[str, Any]] = []
+    for hit in todo:
+        sid = str(hit["_id"])
+        report.processed += 1
+        record = records.get(sid)
+        if record is None:  # kept without a record (a document that could not be read): nothing to compare
+            report.kept += 1
+            continue
+        page, features = record_features(record)
+        verdict = decider.check(page, features)
+        old = (hit.get("_source") or {}).get("dedup") or {}
+        if verdict.status in job.config.drop:
+            drops.append((sid, verdict, page, record))
+            continue
+        report.kept += 1
+        if verdict.status != "unique" and old.get("status", "unique") == "unique":
+            # a near copy of another slice's document: flagged as one process flags it
+            new = {**old, **verdict.to_dict(), "slice": old.get("slice")}
+            updates.append({"_op_type": "update", "_index": name, "_id": sid, "doc": {"dedup": new}})
+            updates.append({"_op_type": "update", "_index": dedup_name(name), "_id": str(record.id),
+                            "doc": {"status": verdict.status, "duplicate_of": verdict.duplicate_of}})
+            report.flagged += 1
+            record.status, record.duplicate_of = verdict.status, verdict.duplicate_of
+        if verdict.status == "exact_duplicate":
+            record.status = verdict.status  # kept (a drop without exact copies): it claims nothing
+        es_id = record.id
+        record.id = 0
+        decider.index.add(record)
+        record.id = es_id
+    if drops:
+        sources = es.call("read dropped documents", c.mget, index=name, ids=[s for s, *_ in drops])
+        by_id = {d["_id"]: d.get("_source") or {} for d in sources["docs"] if d.get("found")}
+        entries = []
+        for sid, verdict, page, record in drops:
+            source = {k: v for k, v in by_id.get(sid, {}).items() if k != "dedup"}
+            item = {"id": sid, "url": record.url, "fetched_at": record.fetched_at,
+                    "source_index": job.source_uri, "source": source}
+            line = drop_line(verdict.to_dict(), item, None, index=job.dest_uri)
+            slice_of = (by_id.get(sid, {}).get("dedup") or {}).get("slice")
+            entries.append({"_op_type": "index", "_index": registry.name, "_id": f"drop-{sid}",
+                            "_source": {"kind": "drop", "source_id": sid, "slice": slice_of, "line": line}})
+            done[sid] = line
+        _bulk(es, entries, "record the final pass's drops")
+        es.call("refresh the slice registry", c.indices.refresh, index=registry.name)
+        deletes = [{"_op_type": "delete", "_index": name, "_id": sid} for sid, *_ in drops]
+        deletes += [{"_op_type": "delete", "_index": dedup_name(name), "_id": str(r.id)} for *_, r in drops]
+        _bulk(es, deletes, "delete the documents the final pass dropped")
+    _bulk(es, updates, "flag near copies across slices")
+
+
+def _bulk(es: Retrying, actions: list[dict[str, Any]], what: str) -> None:
+    from elasticsearch import helpers
+
+    if not actions:
+        return
+
+    def send() -> None:
+        bad = []
+        for ok, item in helpers.streaming_bulk(es.client, actions, chunk_size=500, raise_on_error=False,
+                                               max_retries=3):
+            info = next(iter(item.values()))
+            if not ok and not (info.get("status") == 404 and next(iter(item)) == "delete"):
+                bad.append(f"{info.get('_id')} ({info.get('status')}: {str(info.get('error'))[:200]})")
+        if bad:
+            raise ValueError(f"{es.url} refused {len(bad)} action(s) while trying to {what}: {'; '.join(bad[:3])}")
+
+    es.call(what, send)

@@ -1,0 +1,116 @@
+"""``dedup reindex --slices N --slice I`` then ``--merge``, against the noida-db emulator (or a real
+cluster with DEDUP_TEST_ES_URL): two slice processes run at once against one server, and after the
+final pass the destination holds the same documents, with the same verdicts up to what
+index/elastic/reindex_slices.py documents, as one uninterrupted process."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ALL_PATHS, EXACT, NEAR, ROOT, clean_env, read_jsonl
+from crawler.sample_site import manifest_key
+from dedup.cli import main
+from test_reindex import arrival, corpus, killed_run, outcome, reindex_args  # noqa: F401  (the corpus fixture)
+
+def slice_args(source: str, dest: str, out: Path, slices: int, *extra: str) -> list[str]:
+    return ["reindex", source, dest, "--html-field", "html", "--time-field", "crawled", "--keep", "oldest",
+            "--dropped-log", str(out / "dropped.jsonl"), "--slices", str(slices), *extra]
+
+
+@pytest.fixture(scope="module")
+def single(corpus, tmp_path_factory, es_url):  # noqa: F811
+    out = tmp_path_factory.mktemp("single")
+    dest = f"{es_url}/single-{out.name.lower()}"
+    assert main(reindex_args(corpus, dest, out, "--batch-size", "9")) == 0
+    return dest, out
+
+
+@pytest.fixture(scope="module")
+def sliced(corpus, tmp_path_factory, es_url):  # noqa: F811
+    """Two slices as two processes at once (each in its own folder, as on two machines), slice 1
+    SIGKILLed first right after its second bulk write (claims already in the shared index, not yet
+    marked sent: resumed, they come back as its own 409s), then the final pass."""
+    dest = f"{es_url}/sliced-{tmp_path_factory.mktemp('name').name.lower()}"
+    outs = [tmp_path_factory.mktemp(f"slice{i}") for i in range(2)]
+    killed_run("sent", 2, slice_args(corpus, dest, outs[1], 2, "--slice", "1", "--batch-size", "4"))
+    procs = [subprocess.Popen([sys.executable, "-m", "dedup.cli", *slice_args(corpus, dest, out, 2, "--slice", str(i),
+                                                                              "--batch-size", "5")],
+                              cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i, out in enumerate(outs)]
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=600)
+        assert p.returncode == 0, stderr[-3000:]
+    merge_out = tmp_path_factory.mktemp("merge")
+    before = outcome(dest, merge_out)[0]  # no dropped log yet: the documents the slices kept
+    assert main(slice_args(corpus, dest, merge_out, 2, "--merge", "--alias", f"alias-{merge_out.name.lower()}")) == 0
+    return dest, outs, merge_out, before
+
+
+def test_merge_refused_until_every_slice_is_finished(corpus, tmp_path, es_url, capsys):  # noqa: F811
+    dest = f"{es_url}/early-{tmp_path.name.lower()}"
+    assert main(slice_args(corpus, dest, tmp_path, 2, "--merge")) != 0
+    assert "slice(s) never started: 0, 1 (of 2)" in capsys.readouterr().err
+    assert main(slice_args(corpus, dest, tmp_path, 2)) != 0
+    assert "give --slice I" in capsys.readouterr().err
+
+
+def test_two_slices_keep_what_one_process_keeps(single, sliced, corpus):  # noqa: F811
+    dest, outs, merge_out, before = sliced
+    kept, dropped = outcome(dest, merge_out)
+    for out in outs:
+        dropped.update({manifest_key(d["url"]): (d["verdict"]["status"], d["verdict"]["duplicate_of"],
+                                                 d["verdict"]["rule"]) for d in read_jsonl(out / "dropped.jsonl")})
+    want_kept, want_dropped = outcome(*single)
+    assert set(kept) == set(want_kept)  # the same kept set
+    assert set(dropped) == set(want_dropped) and sorted(set(kept) | set(dropped)) == ALL_PATHS
+    split = 0
+    for group in EXACT:
+        members = set(group["paths"])
+        assert members & set(kept) == {min(members, key=arrival)}, group["name"]
+        split += len(members & set(before)) > 1  # each slice kept its first copy: the final pass decided
+    assert split, "no exact group was split over the two slices: the test proves nothing"
+    for group in NEAR:  # near copies in different slices are flagged as one process flags them
+        for p in group["paths"]:
+            assert (kept[p][0] == "unique") == (want_kept[p][0] == "unique"), (group["name"], p)
+    # every exact duplicate dropped names the copy one process names, or (dropped in its slice as a
+    # copy of its slice's first copy, which the final pass then dropped) a chain of drops ending there
+    for path, (status, dup_of, _) in dropped.items():
+        if status == "exact_duplicate":
+            seen = [path]
+            while manifest_key(dup_of) not in kept:
+                seen.append(manifest_key(dup_of))
+                assert seen[-1] in dropped and len(seen) < 5, seen
+                dup_of = dropped[seen[-1]][1]
+            assert manifest_key(dup_of) == manifest_key(want_dropped[path][1]), seen
+    # a second final pass changes nothing and logs nothing twice
+    before = len(read_jsonl(merge_out / "dropped.jsonl"))
+    assert main(slice_args(corpus, dest, merge_out, 2, "--merge")) == 0
+    assert len(read_jsonl(merge_out / "dropped.jsonl")) == before
+    assert outcome(dest, merge_out)[0] == kept
+    # each slice's --check knows what the final pass took away
+    for i, out in enumerate(outs):
+        assert main(slice_args(corpus, dest, out, 2, "--slice", str(i), "--check")) == 0
+
+
+def test_one_record_per_exact_group_in_the_shared_index(sliced, es_url):
+    from elasticsearch import Elasticsearch
+
+    dest = sliced[0]
+    client = Elasticsearch(es_url)
+    try:
+        name = dest.rsplit("/", 1)[1]
+        client.indices.refresh(index=f"{name}-dedup")
+        hits = client.search(index=f"{name}-dedup", size=1000, source=["content_hash", "url"])["hits"]["hits"]
+    finally:
+        client.close()
+    hashes = [h["_source"]["content_hash"] for h in hits if h["_source"]["content_hash"]]
+    assert hashes and len(hashes) == len(set(hashes))
+
+
+def test_a_slice_of_another_split_is_refused(sliced, corpus, tmp_path, capsys):  # noqa: F811
+    dest = sliced[0]
+    assert main(slice_args(corpus, dest, tmp_path, 3, "--slice", "0")) != 0
+    assert "already exists and holds another reindex" in capsys.readouterr().err
