@@ -107,8 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                # no DEDUP_DROPPED_LOG: the log goes where every dedup command looks by default,
                # index/dropped.jsonl, so `dedup dropped list --index local://out/demo/index` finds it
                "-s", f"DEDUP_INDEX=local://{rel}/index",
-               # the sample site's ;jsessionid= and ?sid= links are fetched once, under their clean URL
-               "-s", 'ADDONS={"crawler.urls.SessionIdAddon": 200}',
+               # the sample site's ;jsessionid= and ?sid= links are fetched once, under their clean URL.
+               # -s ADDONS replaces the project's ADDONS setting: the dedup add-on is named again
+               "-s", 'ADDONS={"crawler.addon.DedupAddon": 100, "crawler.urls.SessionIdAddon": 200}',
                "-O", f"{rel}/items.jsonl",
                # loopback: no politeness delays, one request at a time for a reproducible order
                "-s", "AUTOTHROTTLE_ENABLED=False", "-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS=1",
