@@ -15,7 +15,7 @@ A custom mapping of these names to non-negative weights is accepted.
 """
 from __future__ import annotations
 
-from itertools import chain, count
+from collections import Counter
 from typing import Mapping
 
 import numpy as np
@@ -112,39 +112,26 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
 
     ``body_terms``: the main text's normalised terms when the caller has them already.
     """
-    # every term occurrence of every weighted field, with its field's weight: each field's texts are
-    # tokenised in one call (no token spans a newline), each distinct token normalised once, and the
-    # sums taken by one bincount (exact for the presets' weights: halves and small integers)
-    field_tokens: list[tuple[float, list[str]]] = []
+    total: dict[str, float] = {}  # a plain dict: Counter's __missing__ is a Python call per new term
+    get = total.get
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
             continue
         if name == "body" and body_terms is not None:
-            field_tokens.append((w, body_terms))
+            counts = Counter(body_terms)
         else:
-            field_tokens.append((-w, tokenize("\n".join(texts))))  # -w: tokens still to normalise
-    raw = [tokens for w, tokens in field_tokens if w < 0]
-    mapped = normalizer.term_map(list(dict.fromkeys(chain.from_iterable(raw)))) if raw else {}
-    occurrences: list[str] = []
-    occ_weights: list[np.ndarray] = []
-    for w, tokens in field_tokens:
-        if w < 0:
-            w, tokens = -w, list(filter(None, map(mapped.__getitem__, tokens)))
-        occurrences.extend(tokens)
-        occ_weights.append(np.full(len(tokens), w))
-    if not occurrences:
-        return TermVector.from_counts({})
-    index: dict[str, int] = {}
-    # each occurrence -> the position of its term's first occurrence (setdefault keeps the first);
-    # ranking those positions numbers the distinct terms in first-occurrence order, which is list(index)
-    first = np.fromiter(map(index.setdefault, occurrences, count()), dtype=np.int64, count=len(occurrences))
-    terms = list(index)
-    ids = np.unique(first, return_inverse=True)[1]
-    totals = np.bincount(ids, weights=np.concatenate(occ_weights))
-    hashes = hash_terms(terms)
-    order = np.argsort(hashes)
-    return TermVector(hashes[order], totals.astype(np.float32)[order])
+            # the same counts as Counter(normalizer.terms(text) for every text), cheaper: the
+            # field's texts are tokenised in one call (no token spans a newline) and each
+            # distinct token is normalised once
+            counts = {}
+            tokens = Counter(tokenize("\n".join(texts)))
+            for (token, n), t in zip(tokens.items(), normalizer.term_map(list(tokens)).values()):
+                if t:
+                    counts[t] = counts.get(t, 0) + n
+        for t, n in counts.items():
+            total[t] = get(t, 0) + n * w
+    return TermVector.from_counts({t: w for t, w in total.items() if w > 0})
 
 
 def cosine(a: TermVector, b: TermVector) -> float:
