@@ -24,7 +24,8 @@ import userproject  # noqa: E402  (benchmarks/ is not a package)
 REDIS = shutil.which("redis-server")
 pytestmark = [pytest.mark.crawl, pytest.mark.skipif(
     REDIS is None, reason="redis-server is not installed (Debian package redis-server; the Makefile's DEB_PACKAGES)")]
-redis = pytest.importorskip("redis", reason="scrapy-redis is not installed: pip install -e '.[test]'")
+pytest.importorskip("scrapy_redis", reason="scrapy-redis is not installed: pip install -e '.[test]'")
+import redis  # noqa: E402  (scrapy-redis's client)
 
 
 def free_port() -> int:
