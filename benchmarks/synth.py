@@ -4,8 +4,9 @@
     python benchmarks/synth.py probe DIR        # reopen it in this fresh process and measure
 
 **Records** have the featurizer's shapes and sizes, measured on goldset-dev (mean 331 TDW
-terms, 40 sentence simhashes, 225 shingle hashes of 335, 150-d MRC signature: a 6.7 KB
-data blob): sorted random hashes, random weights, and signatures drawn around 1,000 random
+terms, 40 sentences, 335 distinct shingles, 150-d MRC signature), made compact as the
+featurizer's are (``dedup.record.compact_arrays``: a ~0.9 KB data blob): sorted random hashes,
+random weights, and signatures drawn around 1,000 random
 "topic" centres of one common profile, so that signatures of unrelated pages have cosines
 around 0.95 as real MRC signatures do (docs/choices.md: median 0.94).  Record ``i`` is the same in
 every build (seeded per batch), so an index can be grown in steps.
@@ -54,7 +55,8 @@ def _profile(seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def batch_records(start: int, seed: int, ref_id: str) -> Iterator[tuple]:
     """The SQLite rows of records ``start`` .. ``start + BATCH - 1`` (``start`` a multiple of BATCH)."""
-    from index.local import _HEADER, _MAGIC
+    from dedup.record import Record, compact_arrays
+    from index.local import encode_blob
 
     rng = np.random.default_rng([seed, start])
     _, topics = _profile(seed)
@@ -71,12 +73,12 @@ def batch_records(start: int, seed: int, ref_id: str) -> Iterator[tuple]:
         ns = min(256, tot)
         terms = np.sort(rng.bit_generator.random_raw(nt).astype(np.uint64))
         shingles = np.sort(rng.bit_generator.random_raw(ns).astype(np.uint64))
-        chunks = rng.bit_generator.random_raw(nc).astype(np.uint64)
-        weights = rng.random(nt, dtype=np.float32) * 4
-        extra = json.dumps({"shingle_count": tot}, separators=(",", ":")).encode()
-        blob = b"".join((_HEADER.pack(_MAGIC, DIM, nc, nt, ns, nt, len(extra)), sigs[j].astype("<f4").tobytes(),
-                         chunks.astype("<u8").tobytes(), terms.astype("<u8").tobytes(),
-                         shingles.astype("<u8").tobytes(), weights.astype("<f4").tobytes(), extra))
+        # TDW weights as the presets make them: multiples of 0.5, mostly small (body terms)
+        weights = (np.floor(np.minimum(rng.pareto(1.5, nt), 300) * 2) / 2 + 1).astype(np.float32)
+        # the compact record the featurizer's features make (Features.to_record), as stored
+        blob = encode_blob(Record(url="", content_hash="", title_key="", simhash=0, ref_id=ref_id, sentences=nc,
+                                  **compact_arrays(shingles=shingles, shingle_count=tot, terms=terms,
+                                                   weights=weights, signature=sigs[j])))
         yield (f"http://synth.invalid/{i}", f"{i:032x}", f"{i * 2654435761 % 2**64:016x}", int(simhashes[j]),
                "unique", None, 1.7e9 + i, ref_id, nc, f"Synthetic page {i}", blob)
 
@@ -87,9 +89,9 @@ def _first_record(seed: int):
     from index.local import decode_blob
 
     row = next(batch_records(0, seed, _ref_id()))
-    arrays = decode_blob(row[10])
+    fields = decode_blob(row[10])
     return Record(url=row[0], content_hash=row[1], title_key=row[2], simhash=row[3] & (2**64 - 1), status=row[4],
-                  duplicate_of=None, fetched_at=row[6], ref_id=row[7], sentences=row[8], title=row[9], **arrays)
+                  duplicate_of=None, fetched_at=row[6], ref_id=row[7], sentences=row[8], title=row[9], **fields)
 
 
 def _ref_id() -> str:
@@ -216,6 +218,8 @@ def probe(path: str | Path, pages: list[tuple[str, bytes]] | None = None, querie
     rss1 = common.rss()
     n = len(ix)
     out: dict[str, Any] = {"records": n, "reopen_s": reopen_s, "disk_bytes": disk_bytes(path),
+                           "sqlite_bytes": (path / "dedup.sqlite").stat().st_size,
+                           "blob_bytes": ix._db.execute("SELECT avg(length(data)) FROM records").fetchone()[0] or 0,
                            "rss_open": rss1["rss"] - rss0["rss"], "rss_open_anon": rss1["anon"] - rss0["anon"],
                            "rss_open_file": rss1["file"] - rss0["file"], "peak_rss": rss1["hwm"] - rss0["rss"],
                            "parts": memory_parts(ix)}
@@ -282,17 +286,17 @@ def probe(path: str | Path, pages: list[tuple[str, bytes]] | None = None, querie
 def exact_top(ix, queries: np.ndarray, n: int, batch: int = 50_000) -> list[set[int]]:
     """For each row of ``queries``, the ``n`` ids of highest exact cosine: a scan of every
     record's float32 signature in SQLite (whatever the vector index holds), ``batch`` rows at a time."""
-    from index.local import _HEADER
+    from index.local.records import signature_of_blob
 
     qs = np.asarray(queries, dtype=np.float64)
     qs = qs / np.linalg.norm(qs, axis=1, keepdims=True)
     dim = qs.shape[1]
     best_s = np.full((len(qs), 0), -np.inf)
     best_i = np.zeros((len(qs), 0), dtype=np.int64)
-    cur = ix._db.execute(f"SELECT id, substr(data, {_HEADER.size + 1}, {4 * dim}) FROM records")
+    cur = ix._db.execute("SELECT id, data FROM records")
     while rows := cur.fetchmany(batch):
         rid = np.array([r[0] for r in rows], dtype=np.int64)
-        sigs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim).astype(np.float64)
+        sigs = np.array([signature_of_blob(r[1]) for r in rows], dtype=np.float64).reshape(len(rows), dim)
         norms = np.linalg.norm(sigs, axis=1)
         sims = np.divide(qs @ sigs.T, norms, out=np.full((len(qs), len(rows)), -np.inf), where=norms > 0)
         best_s = np.concatenate([best_s, sims], axis=1)

@@ -37,11 +37,9 @@ from .mrc import signature_cosine
 from .permtables import DEFAULT_BLOCKS, DEFAULT_K
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
 from .extract import DEFAULT_EXTRACTOR, EXTRACTORS
-from .record import Record
+from .record import Record, shingle_keys, tdw_cosine, term_keys
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
-from .tdw import TermVector, cosine
-from .verify import containments, prefix_positional
 
 __all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "ConfigError", "DedupConfig", "Verdict", "Deduplicator", "containment"]
 
@@ -297,25 +295,24 @@ class Deduplicator:
             return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": f.title_key},
                            candidates=len(title_ids), duplicate_id=rec.id, **base)
         candidates = self._candidates(f, title_ids)
-        records = self.index.get(candidates)
-        survives, conts, resemblances = self._verify(f, records)
-        best, best_key, best_res, pruned = None, None, 0.0, 0
-        for i, rec in enumerate(records):
-            if not survives[i]:
+        best, best_key, pruned = None, None, 0
+        q = _Query(f)  # the page's keys in the records' compact form (dedup.record)
+        for rec in self.index.get(candidates):
+            if self.reducer.passes(q.terms, f.sentences, rec.term_sample, rec.sentences, rec.term_count):
                 pruned += 1
                 continue
-            cont = float(conts[i])
+            cont = self._containment(q, rec)[0]
             # the best is the highest (containment, TDW cosine); the cosine is only needed
             # when this candidate can beat or tie the best so far
             if best_key is None or cont >= best_key[0]:
-                key = (cont, self._tdw_cosine(f, rec))
+                key = (cont, q.cosine(rec))
                 if best_key is None or key > best_key:
-                    best, best_key, best_res = rec, key, float(resemblances[i])
+                    best, best_key = rec, key
         n = len(candidates)
         if best is None:
             return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
                            {"pruned": pruned}, candidates=n, **base)
-        best_scores = self._scores(f, best, known=(best_key[0], best_res, best_key[1]))
+        best_scores = self._scores(f, q, best)
         best_scores["pruned"] = pruned
         c = self.config
         s = best_scores["containment"]
@@ -345,34 +342,15 @@ class Deduplicator:
                                                        self.config.knn, self.config.knn_floor))
         return sorted(ids)
 
-    def _verify(self, f: Features, records: list[Record]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For every candidate at once (dedup.verify, equal to the pairwise calls): whether it survives
-        the comparison reducer, its containment and its resemblance."""
-        r = self.reducer
-        survives = prefix_positional(r, f.tdw.hashes, [rec.terms for rec in records])
-        if r.sentence_tolerance is not None:
-            survives &= np.array([r.sentences_ok(f.sentences, rec.sentences) for rec in records], dtype=bool)
-        conts, resemblances = containments(f.shingles, f.shingle_count, [rec.shingles for rec in records],
-                                           [_shingle_total(rec) for rec in records], min_size=self.config.min_shingles)
-        return survives, conts, resemblances
-
-    def _containment(self, f: Features, rec: Record) -> tuple[float, float]:
-        return containment(f.shingles, f.shingle_count, rec.shingles, _shingle_total(rec),
+    def _containment(self, q: "_Query", rec: Record) -> tuple[float, float]:
+        return containment(q.shingles, q.shingle_count, rec.shingles, rec.shingle_count,
                            min_size=self.config.min_shingles)
 
-    @staticmethod
-    def _tdw_cosine(f: Features, rec: Record) -> float:
-        return float(cosine(f.tdw, TermVector(rec.terms, rec.weights)))
-
-    def _scores(self, f: Features, rec: Record, known: tuple[float, float, float] | None = None) -> dict[str, Any]:
-        """Every score of the pair, for the verdict of its best candidate (which the reducer passed).
-        ``known``: its (containment, resemblance, TDW cosine) when already computed."""
-        rec_total = _shingle_total(rec)
-        if known is None:
-            cont, resemblance = self._containment(f, rec)
-            tdw_cos = self._tdw_cosine(f, rec)
-        else:
-            cont, resemblance, tdw_cos = known
+    def _scores(self, f: Features, q: "_Query", rec: Record) -> dict[str, Any]:
+        """Every score of the pair, for the verdict of its best candidate (which the reducer passed)."""
+        rec_total = rec.shingle_count
+        cont, resemblance = self._containment(q, rec)
+        tdw_cos = q.cosine(rec)
         angle_ok, angle = self._duplicate_angle.angle_test(tdw_cos)
         # a record made with another reference text has no comparable signature
         mrc = round(signature_cosine(f.signature.vector, rec.signature), 4) if rec.ref_id == f.signature.ref_id else None
@@ -385,11 +363,23 @@ class Deduplicator:
             "angle_ok": bool(angle_ok),
             "mrc": mrc,
             "hamming": (f.simhash ^ rec.simhash).bit_count(),
-            "chunks": round(chunk_share(f.chunks, rec.chunks), 4),
+            # records keep no sentence simhashes (dedup.record): None for them
+            "chunks": round(chunk_share(f.chunks, rec.chunks), 4) if rec.chunks.size else None,
             "sentences": [f.sentences, rec.sentences],
         }
 
 
-def _shingle_total(rec: Record) -> int:
-    """How many distinct shingles the recorded page had (its sketch keeps at most ``sketch``)."""
-    return int(rec.extra.get("shingle_count", rec.shingles.size))
+class _Query:
+    """A page's features in the form records hold them (24-bit keys, :mod:`dedup.record`), made
+    once per check: the shingle sketch and the whole TDW vector's term keys."""
+
+    __slots__ = ("shingles", "shingle_count", "terms", "weights", "norm")
+
+    def __init__(self, f: Features) -> None:
+        self.shingles = shingle_keys(f.shingles)
+        self.shingle_count = f.shingle_count
+        self.terms = term_keys(f.tdw.hashes)
+        self.weights, self.norm = f.tdw.weights, f.tdw.norm
+
+    def cosine(self, rec: Record) -> float:
+        return tdw_cosine(self.terms, self.weights, self.norm, rec)

@@ -23,7 +23,7 @@ import numpy as np
 from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
-from .record import Record
+from .record import Record, compact_arrays
 from .simhash import chunk_simhashes, hash_terms, shingle_hashes, simhash
 from .tdw import TermVector, resolve_weights, term_weights
 from .text import Normalizer, tokenize
@@ -52,11 +52,13 @@ class Features:
     sentences: int
 
     def to_record(self, page: Page, **fields) -> Record:
+        """The compact record of these features (:func:`dedup.record.compact_arrays`)."""
         return Record(
             url=page.url, title=page.title, content_hash=self.content_hash, title_key=self.title_key,
-            simhash=self.simhash, chunks=self.chunks, terms=self.tdw.hashes, weights=self.tdw.weights,
-            shingles=self.shingles, signature=self.signature.vector, ref_id=self.signature.ref_id,
-            sentences=self.sentences, extra={"shingle_count": self.shingle_count}, **fields,
+            simhash=self.simhash, ref_id=self.signature.ref_id, sentences=self.sentences,
+            **compact_arrays(shingles=self.shingles, shingle_count=self.shingle_count, terms=self.tdw.hashes,
+                             weights=self.tdw.weights, signature=self.signature.vector),
+            **fields,
         )
 
 

@@ -60,6 +60,28 @@ class ComparisonReducer:
         needed = self.jaccard / (1.0 + self.jaccard) * (r.size + s.size)
         return 1 + min(r.size - p, s.size - q) >= needed
 
+    def prefix_positional_ok_sampled(self, r: np.ndarray, sample: np.ndarray, size: int) -> bool:
+        """The prefix and positional filters against a set known by its ``sample`` (its smallest
+        terms, sorted) and ``size`` (a stored record's): exact when the first shared prefix term
+        falls within the sample, or when no term of ``r``'s prefix lies beyond it; otherwise the
+        pair is pruned only when even the best case beyond the sample fails (never stricter)."""
+        if sample.size >= size:
+            return self.prefix_positional_ok(r, sample)
+        if r.size == 0 or size == 0:
+            return False
+        pr, k = r[: self.prefix_length(r.size)], sample.size
+        ps = sample[: self.prefix_length(size)]
+        needed = self.jaccard / (1.0 + self.jaccard) * (r.size + size)
+        ia, ib = sorted_common(pr, ps)
+        if ia.size:
+            return 1 + min(r.size - int(ia[0]) - 1, size - int(ib[0]) - 1) >= needed
+        if ps.size < k:  # the other's whole prefix is in the sample: no shared prefix term
+            return False
+        first = int(pr.searchsorted(sample[-1], "right"))  # r's first prefix term beyond the sample
+        if first == pr.size:
+            return False
+        return 1 + min(r.size - first - 1, size - k - 1) >= needed
+
     def angle_ok(self, a: TermVector, b: TermVector) -> tuple[bool, float]:
         """``(passes, angle in degrees)`` of the cosine test."""
         return self.angle_test(cosine(a, b))
@@ -69,10 +91,12 @@ class ComparisonReducer:
         angle = math.degrees(math.acos(max(-1.0, min(1.0, cos))))
         return angle <= self.angle + 1e-9, angle
 
-    def passes(self, a_terms: np.ndarray, a_sentences: int, b_terms: np.ndarray, b_sentences: int) -> str | None:
-        """``None`` when the pair survives, else the name of the filter that pruned it."""
+    def passes(self, a_terms: np.ndarray, a_sentences: int, b_terms: np.ndarray, b_sentences: int,
+               b_size: int | None = None) -> str | None:
+        """``None`` when the pair survives, else the name of the filter that pruned it.
+        ``b_size``: when given, ``b_terms`` is the sample of a set of that size (a stored record's)."""
         if not self.sentences_ok(a_sentences, b_sentences):
             return "sentence_count"
-        if not self.prefix_positional_ok(a_terms, b_terms):
-            return "prefix_positional"
-        return None
+        ok = (self.prefix_positional_ok(a_terms, b_terms) if b_size is None
+              else self.prefix_positional_ok_sampled(a_terms, b_terms, b_size))
+        return None if ok else "prefix_positional"

@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from dedup.features import Featurizer
 from dedup.keys import content_hash, normalise_text, title_key
@@ -36,9 +37,38 @@ def test_features_and_record_round_trip():
     rec = f.to_record(page, status="unique")
     again = Record.from_dict(json.loads(json.dumps(rec.to_dict())))
     assert again.simhash == rec.simhash and again.url == rec.url and again.title == "Bridge closes"
-    for name in ("chunks", "terms", "weights", "shingles", "signature"):
+    for name in ("terms", "weights", "shingles", "term_sample", "signature"):
         assert np.array_equal(getattr(again, name), getattr(rec, name)), name
-    assert again.extra["shingle_count"] == f.shingle_count
+    assert again.shingle_count == f.shingle_count and again.term_count == len(f.tdw)
+    assert again.tdw_norm == rec.tdw_norm == pytest.approx(f.tdw.norm, rel=1e-6)
+    # a short page keeps every term and shingle: the compact record holds them all
+    assert rec.terms.size == len(f.tdw) and rec.shingles.size == f.shingles.size and rec.chunks.size == 0
+
+
+def test_compact_record_is_small_and_cosine_close():
+    """A long page's record keeps SKETCH shingles and TOP_TERMS terms whatever its length, and the
+    TDW cosine estimated from it is exact against itself and close against an edited copy."""
+    from dedup.record import SKETCH, TOP_TERMS, TERM_SAMPLE, tdw_cosine, term_keys
+    from dedup.tdw import cosine
+
+    rng = np.random.default_rng(3)  # word frequencies as skewed as a text's (Zipf)
+    words = [f"w{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}" for i in range(3000)]
+    draws = np.minimum(rng.zipf(1.3, 3000), 3000) - 1
+    body = " ".join(" ".join(words[j] for j in draws[i:i + 10]) + "." for i in range(0, 3000, 10))
+    page = parse_page(f"<html><head><title>Long</title></head><body><p>{body}</p></body></html>",
+                      "http://a.example/long")
+    fz = Featurizer()
+    f = fz(page)
+    rec = f.to_record(page)
+    assert f.shingle_count > SKETCH and len(f.tdw) > TOP_TERMS
+    assert (rec.shingles.size, rec.terms.size, rec.term_sample.size) == (SKETCH, TOP_TERMS, TERM_SAMPLE)
+    assert rec.shingles.dtype == np.uint32 and rec.signature.dtype == np.float32
+    assert tdw_cosine(term_keys(f.tdw.hashes), f.tdw.weights, f.tdw.norm, rec) == pytest.approx(1.0, abs=1e-3)
+    edited = parse_page(f"<html><head><title>Long</title></head><body><p>{body[: len(body) * 2 // 3]}</p>"
+                        "</body></html>", "http://b.example/long")
+    g = fz(edited)
+    est = tdw_cosine(term_keys(g.tdw.hashes), g.tdw.weights, g.tdw.norm, rec)
+    assert abs(est - cosine(g.tdw, f.tdw)) < 0.05
 
 
 def test_featurizer_tdw_equals_term_weights_of_the_page():
@@ -93,3 +123,23 @@ def test_ascii_text_is_normalised_as_the_unicode_path_does():
     for _ in range(5000):
         text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 30)))
         assert normalise_text(text) == _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def test_full_record_dict_from_before_compact_records_is_converted():
+    """An Elasticsearch document stored before compact records (full arrays, no term_count) reads
+    as the compact record the same features make now."""
+    from dedup.record import compact_arrays, encode_array
+
+    page = parse_page(HTML, "http://a.example/bridge")
+    f = Featurizer()(page)
+    new = f.to_record(page).to_dict()
+    old = {k: v for k, v in new.items() if k not in ("shingle_count", "term_count", "tdw_norm", "term_sample")}
+    old.update(chunks=encode_array(f.chunks), terms=encode_array(f.tdw.hashes), weights=encode_array(f.tdw.weights),
+               shingles=encode_array(f.shingles), signature=encode_array(f.signature.vector),
+               extra={"shingle_count": f.shingle_count})
+    rec = Record.from_dict(old)
+    want = compact_arrays(shingles=f.shingles, shingle_count=f.shingle_count, terms=f.tdw.hashes,
+                          weights=f.tdw.weights, signature=f.signature.vector)
+    for name in ("shingles", "terms", "weights", "term_sample", "signature"):
+        assert np.array_equal(getattr(rec, name), want[name]), name
+    assert (rec.shingle_count, rec.term_count, rec.extra) == (f.shingle_count, len(f.tdw), {})

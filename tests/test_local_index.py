@@ -24,10 +24,10 @@ if str(ROOT) not in sys.path:  # `pytest` without an editable install
     sys.path.insert(0, str(ROOT))
 
 from dedup.bits import MASK64  # noqa: E402
-from dedup.record import Record  # noqa: E402
+from dedup.record import Record, compact_arrays  # noqa: E402
 from dedup.store import DedupIndex, KeyTaken, MemoryIndex  # noqa: E402
 from index import open_index as open_uri  # noqa: E402
-from index.local import VECTORS_NAME, IndexLocked, LocalIndex, decode_blob, encode_blob  # noqa: E402
+from index.local import SCHEMA_VERSION, VECTORS_NAME, IndexLocked, LocalIndex, decode_blob, encode_blob  # noqa: E402
 
 REF = "mrc-test-ref"
 DIM = 150
@@ -37,24 +37,26 @@ HERE = Path(__file__).resolve().parent
 # -- records -----------------------------------------------------------------------------------
 def make_record(rng: np.random.Generator, i: int, *, simhash: int | None = None,
                 signature: np.ndarray | None = None, ref_id: str = REF, **fields) -> Record:
-    """A record shaped like the featurizer's (sizes, dtypes, sorted hashes), random values."""
+    """A record shaped like the featurizer's (full features of featurizer sizes, sorted hashes, made
+    compact as Features.to_record makes them), random values."""
     n_terms = int(rng.integers(20, 300))
+    n_shingles = int(rng.integers(0, 256))
     fields.setdefault("url", f"https://site{i % 7}.example/page/{i}")
     fields.setdefault("content_hash", f"{int(rng.integers(0, 2**62)):016x}")
     fields.setdefault("title_key", f"title {i % 5}|{i % 3}")
     fields.setdefault("title", f"Page {i}")
     fields.setdefault("status", ("unique", "near_duplicate", "duplicate")[i % 3])
     fields.setdefault("duplicate_of", None if i % 3 == 0 else f"https://orig.example/{i}")
+    arrays = compact_arrays(
+        terms=np.unique(rng.integers(0, 2**64, n_terms, dtype=np.uint64)),
+        weights=rng.random(n_terms, dtype=np.float32) * 4,
+        shingles=np.unique(rng.integers(0, 2**64, n_shingles, dtype=np.uint64)),
+        shingle_count=n_shingles + (int(rng.integers(0, 900)) if i % 4 else 0),
+        signature=rng.random(DIM, dtype=np.float32) ** 2 if signature is None else signature)
     return Record(
         simhash=int(rng.integers(0, 2**64, dtype=np.uint64)) if simhash is None else simhash,
-        chunks=rng.integers(0, 2**64, int(rng.integers(0, 30)), dtype=np.uint64),
-        terms=np.sort(rng.integers(0, 2**64, n_terms, dtype=np.uint64)),
-        weights=rng.random(n_terms, dtype=np.float32),
-        shingles=np.sort(rng.integers(0, 2**64, int(rng.integers(0, 256)), dtype=np.uint64)),
-        signature=rng.random(DIM, dtype=np.float32) ** 2 if signature is None else signature,
         ref_id=ref_id, sentences=int(rng.integers(1, 40)), fetched_at=1.7e9 + i,
-        extra={"shingle_count": int(rng.integers(0, 900))} if i % 4 else {},
-        **fields,
+        extra={"restored_at": 1.7e9} if i % 4 == 1 else {}, **arrays, **fields,
     )
 
 
@@ -65,7 +67,7 @@ def make_records(n: int, seed: int = 0) -> list[Record]:
 
 def assert_same_record(got: Record, want: Record) -> None:
     for name in ("id", "url", "title", "content_hash", "title_key", "simhash", "ref_id", "sentences",
-                 "status", "duplicate_of", "fetched_at", "extra"):
+                 "status", "duplicate_of", "fetched_at", "extra", "shingle_count", "term_count", "tdw_norm"):
         assert getattr(got, name) == getattr(want, name), name
     for name, dtype in Record._ARRAYS.items():
         a = getattr(got, name)
@@ -364,7 +366,7 @@ def test_open_index_uri_and_files(tmp_path):
         cols = [r[1] for r in db.execute("PRAGMA table_info(records)")]
     finally:
         db.close()
-    assert meta["schema_version"] == "1" and meta["k"] == "3" and meta["blocks"] == "5"
+    assert meta["schema_version"] == str(SCHEMA_VERSION) and meta["k"] == "3" and meta["blocks"] == "5"
     assert meta["ref_id"] == REF and meta["dim"] == str(DIM)
     assert meta["vectors_count"] == "1" and meta["vectors_max_id"] == "1"
     assert cols == ["id", "url", "content_hash", "title_key", "simhash", "status", "duplicate_of",
@@ -393,8 +395,7 @@ def test_simhash_stored_as_signed_int64(tmp_path):
 def test_blob_round_trip():
     rng = np.random.default_rng(9)
     empty = make_record(rng, 0)
-    empty.chunks = np.zeros(0, np.uint64)
-    empty.shingles = np.zeros(0, np.uint64)
+    empty.shingles = np.zeros(0, np.uint32)
     empty.extra = {}
     for r in (empty, make_record(rng, 1), make_record(rng, 5)):
         blob = encode_blob(r)
@@ -403,6 +404,8 @@ def test_blob_round_trip():
             assert np.array_equal(out[name], getattr(r, name)) and out[name].dtype == dtype
             out[name][:1] = 0  # writable
         assert out["extra"] == r.extra
+        assert (out["shingle_count"], out["term_count"], out["tdw_norm"]) == (
+            r.shingle_count, r.term_count, np.float32(r.tdw_norm))
     with pytest.raises(ValueError, match="format"):
         decode_blob(b"XXXX" + bytes(28))
 
@@ -634,7 +637,7 @@ def test_i8_vectors_are_centred(tmp_path, monkeypatch):
     still ranks by (and returns) the raw cosine, within the quantisation error, from memory."""
     import index.local as local
 
-    monkeypatch.setattr(local, "CENTRE_SAMPLE", 60)
+    monkeypatch.setattr(local.vectors, "CENTRE_SAMPLE", 60)  # where the vector index reads it
     rng = np.random.default_rng(21)
     profile = rng.gamma(2.0, 1.0, DIM)  # signatures alike, as MRC signatures are (cosines ~0.95)
     sigs = (profile * np.exp(0.2 * rng.standard_normal((200, DIM)))).astype(np.float32)
@@ -664,3 +667,55 @@ def test_i8_vectors_are_centred(tmp_path, monkeypatch):
         assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
     with LocalIndex(path) as ix:  # f16: rebuilt raw, the centre kept for later
         assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
+
+
+def _dr1_blob(sig, chunks, terms, shingles, weights, extra) -> bytes:
+    """A data blob as indexes made before compact records hold it (format DR1: full features)."""
+    import json
+    import struct
+
+    extra = json.dumps(extra, separators=(",", ":")).encode() if extra else b""
+    head = struct.pack("<4s6I4x", b"DR1\0", sig.size, chunks.size, terms.size, shingles.size, weights.size, len(extra))
+    return b"".join((head, sig.astype("<f4").tobytes(), chunks.astype("<u8").tobytes(), terms.astype("<u8").tobytes(),
+                     shingles.astype("<u8").tobytes(), weights.astype("<f4").tobytes(), extra))
+
+
+def test_old_full_records_are_read_as_compact(tmp_path):
+    """An index made before compact records (schema 1, DR1 blobs) opens: its records read as the
+    compact records the same features make today, old and new ones side by side."""
+    rng = np.random.default_rng(4)
+    full = dict(terms=np.unique(rng.integers(0, 2**64, 200, dtype=np.uint64)),
+                shingles=np.unique(rng.integers(0, 2**64, 256, dtype=np.uint64)),
+                signature=rng.random(DIM, dtype=np.float32))
+    full["weights"] = (rng.integers(1, 9, full["terms"].size) / 2).astype(np.float32)
+    with LocalIndex(tmp_path / "ix") as ix:
+        new_id = ix.add(make_record(rng, 0))
+        fresh = make_record(rng, 1)
+        blob = _dr1_blob(full["signature"], np.arange(5, dtype=np.uint64), full["terms"], full["shingles"],
+                         full["weights"], {"shingle_count": 700, "restored_at": 1.5})
+        with ix._db:
+            ix._db.execute("INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
+                           "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                           (fresh.url, fresh.content_hash, fresh.title_key, 5, "unique", None, 1.0, REF, 9, "Old", blob))
+            ix._db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with LocalIndex(tmp_path / "ix") as ix:
+        (old,) = [r for r in ix.iter_records() if r.id != new_id]
+        want = compact_arrays(shingle_count=700, **full)
+        for name in ("shingles", "terms", "weights", "term_sample", "signature"):
+            assert np.array_equal(getattr(old, name), want[name]), name
+        assert (old.shingle_count, old.term_count, old.extra) == (700, 200, {"restored_at": 1.5})
+        assert old.tdw_norm == pytest.approx(want["tdw_norm"])
+        assert ix.check(None)["ok"] and ix.get([new_id])[0].id == new_id
+    meta = dict(sqlite3.connect(tmp_path / "ix" / "dedup.sqlite").execute("SELECT key, value FROM meta"))
+    assert meta["schema_version"] == str(SCHEMA_VERSION)  # an older program now refuses it
+
+
+def test_record_size_is_bounded():
+    """However long the page, a record's blob stays near 1 KB (issue 14 item 8: <= 2 KB on disk)."""
+    rng = np.random.default_rng(6)
+    arrays = compact_arrays(terms=np.unique(rng.integers(0, 2**64, 5000, dtype=np.uint64)),
+                            weights=rng.random(5000, dtype=np.float32) * 9,
+                            shingles=np.unique(rng.integers(0, 2**64, 20000, dtype=np.uint64)), shingle_count=20000,
+                            signature=rng.random(DIM, dtype=np.float32))
+    rec = Record(url="u", content_hash="h", title_key="t", simhash=1, ref_id=REF, sentences=400, **arrays)
+    assert len(encode_blob(rec)) <= 1000

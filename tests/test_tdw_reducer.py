@@ -87,3 +87,25 @@ def test_reducer_rejects_bad_parameters():
         ComparisonReducer(jaccard=0)
     with pytest.raises(ValueError, match="got 0"):
         ComparisonReducer(sentence_tolerance=0)
+
+
+@pytest.mark.parametrize("jaccard", [0.1, 0.3, 0.6])
+def test_sampled_filter_is_never_stricter_and_mostly_exact(jaccard):
+    """Against a record's term sample (its smallest terms) and size, the prefix and positional
+    filters keep every pair the full sets keep, and decide as the full sets do when the first
+    shared term lies within the sample."""
+    rng = np.random.default_rng(5)
+    red = ComparisonReducer(jaccard=jaccard)
+    same = 0
+    for _ in range(500):
+        u = np.unique(rng.integers(0, 2**24, 400, dtype=np.uint64)).astype(np.uint32)
+        r = np.unique(rng.choice(u, rng.integers(5, 300), replace=False))
+        s = np.unique(rng.choice(u, rng.integers(5, 300), replace=False))
+        k = int(rng.integers(4, 40))
+        full, sampled = red.prefix_positional_ok(r, s), red.prefix_positional_ok_sampled(r, s[:k], s.size)
+        assert sampled or not full, "the sample pruned a pair the full set keeps"
+        common = np.intersect1d(r[: red.prefix_length(r.size)], s[: red.prefix_length(s.size)])
+        if common.size and common[0] <= s[min(k, s.size) - 1]:
+            assert sampled == full
+        same += sampled == full
+    assert same > 400

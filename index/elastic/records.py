@@ -13,7 +13,11 @@ One document per record, ``_id`` = the record id as decimal text.  Mapping (:dat
   HNSW m 16, ef_construction 100), added to the mapping by the first record, whose reference
   id and dimension go to the mapping's ``_meta`` with k and blocks; a zero signature (a page
   with no text) is left out, since cosine is undefined for it;
-* the verification arrays (chunks, terms, weights, shingles, signature) as ``binary``, not indexed.
+* the verification arrays of a compact record (:mod:`dedup.record`: shingle sketch, top terms and
+  weights, term sample, float16 signature) as ``binary`` and their counts (``shingle_count``,
+  ``term_count``, ``tdw_norm``) unindexed, as the local index's blob holds them.  Documents written
+  before compact records (full arrays, ``chunks``, no ``term_count``) are read and converted the
+  same way; opening such an index adds the new fields to its mapping.
 
 Exact-content claims are atomic across processes: a record that claims its content hash
 (:func:`dedup.store.claims_content`) gets the id derived from that hash and is written with
@@ -65,9 +69,16 @@ MAPPING: dict[str, Any] = {
         "ref_id": {"type": "keyword"},
         "sentences": {"type": "integer"},
         "extra": {"type": "object", "enabled": False},
+        # verification only: stored, not searched
+        "shingle_count": {"type": "integer", "index": False},
+        "term_count": {"type": "integer", "index": False},
+        "tdw_norm": {"type": "float", "index": False},
         **{name: {"type": "binary"} for name in Record._ARRAYS},
+        "chunks": {"type": "binary"},  # written before compact records; read, never written
     },
 }
+#: fields compact records added to the mapping: put on an index made before them when it is opened
+_COMPACT_FIELDS = ("shingle_count", "term_count", "tdw_norm", "term_sample")
 
 
 def claim_id(content_hash: str) -> int:
@@ -166,6 +177,7 @@ class ElasticIndex:
             PermutationTables(k=meta["k"], blocks=meta["blocks"])  # validates
             create_index(self.es, self.name, {**MAPPING, "_meta": meta}, shards=shards, replicas=replicas)
         meta = self._meta()
+        self._add_compact_fields()
         if meta.get("schema", 0) > SCHEMA_VERSION:
             raise RuntimeError(f"Elasticsearch index {self.name} has dedup schema {meta.get('schema')}, this "
                                f"program knows {SCHEMA_VERSION}: upgrade scrapy-dedup")
@@ -176,6 +188,15 @@ class ElasticIndex:
                     f"blocks={meta.get('blocks')}; this run asks {key}={want}: use the index's values "
                     "(DEDUP_MAX_DISTANCE/DEDUP_BLOCKS) or reindex into a new index")
         return meta
+
+    def _add_compact_fields(self) -> None:
+        """An index made before compact records lacks their fields: add them (a mapping may grow)."""
+        got = self.es.call("read the mapping", self.es.client.indices.get_mapping, index=self.name)
+        have = next(iter(got.values()))["mappings"].get("properties", {})
+        missing = {f: MAPPING["properties"][f] for f in _COMPACT_FIELDS if f not in have}
+        if missing:
+            self.es.call("add the compact record fields", self.es.client.indices.put_mapping, index=self.name,
+                         properties=missing)
 
     def _meta(self) -> dict[str, Any]:
         got = self.es.call("read the mapping", self.es.client.indices.get_mapping, index=self.name)

@@ -1,0 +1,51 @@
+"""The single-writer lock of a local index: an exclusive ``flock`` on ``PATH/lock``, which
+holds the pid of the process holding it (named in the error a second opener gets)."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release"]
+
+LOCK_NAME = "lock"
+
+
+class IndexLocked(RuntimeError):
+    """Another process (or another open LocalIndex) is using this local index."""
+
+
+def acquire(path: Path) -> int:
+    """Lock the index directory ``path``; return the lock file's descriptor (see :func:`release`)."""
+    lock_path = path / LOCK_NAME
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        try:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        who = (f"this process (pid {holder}), through another open LocalIndex"
+               if holder == str(os.getpid()) else f"another process (pid {holder})")
+        raise IndexLocked(
+            f"the local dedup index {str(path)!r} is in use by {who}; lock file "
+            f"{lock_path}. A local index has a single writer: "
+            "run one crawl at a time on it, or let concurrent crawls share an Elasticsearch "
+            "index instead (DEDUP_INDEX=http://host:9200/name)."
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
+def release(fd: int) -> None:
+    """Clear the pid and unlock (closing ``fd``)."""
+    try:
+        os.ftruncate(fd, 0)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -1,0 +1,151 @@
+"""A record as a row of ``dedup.sqlite``: its ``data`` blob (the compact arrays of
+:mod:`dedup.record`) and the conversion of a row back to a :class:`~dedup.record.Record`.
+
+Blob ``DR2`` (this version), little-endian: a 36-byte header -- magic ``b"DR2\\0"``, uint16
+lengths (in elements) of shingles, terms, term sample and signature, uint32 ``shingle_count``,
+``term_count``, float32 ``tdw_norm``, the signature's grid (float32 low and step), uint32 byte
+length of the ``extra`` JSON -- then the shingle sketch, term keys and term sample at 3 bytes a
+key (:data:`dedup.record.KEY_BITS` = 24), the float16 weights, the signature's grid codes (one
+byte a dimension) and ``extra`` as compact JSON (empty when ``{}``).  ~1 KB for a long page.
+No compression: hashes do not compress.
+
+Blob ``DR1`` (records stored before compact records: every feature at full width, ~7 KB) is
+still read: its arrays are converted as :func:`dedup.record.compact_arrays` converts features,
+so old and new records compare alike; new records are always written as ``DR2``.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import numpy as np
+
+from dedup.bits import MASK64
+from dedup.record import KEY_BITS, Record, compact_arrays, signature_grid
+
+__all__ = ["encode_blob", "decode_blob", "record_of_row", "COLUMNS", "DB_NAME", "to_signed"]
+
+DB_NAME = "dedup.sqlite"
+COLUMNS = "id, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref_id, sentences, title, data"
+
+_MAGIC = b"DR2\0"
+_HEADER = struct.Struct("<4s4H2I3fI")
+_U32, _F16 = np.dtype("<u4"), np.dtype("<f2")
+_KEY_BYTES = 3
+assert KEY_BITS <= 8 * _KEY_BYTES
+#: DR1: magic, uint32 lengths of signature, chunks, terms, shingles, weights and extra
+_MAGIC1 = b"DR1\0"
+_HEADER1 = struct.Struct("<4s6I4x")
+_U64, _F32 = np.dtype("<u8"), np.dtype("<f4")
+
+
+def _array(values: Any, dtype: np.dtype) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=dtype).reshape(-1)
+
+
+def _pack_keys(keys: np.ndarray) -> bytes:
+    """24-bit keys (uint32 below 2**24) as 3 little-endian bytes each."""
+    if keys.size and int(keys.max()) >> 8 * _KEY_BYTES:
+        raise ValueError(f"record keys must be below 2**{8 * _KEY_BYTES}: make them with dedup.record.term_keys")
+    return keys.view(np.uint8).reshape(-1, 4)[:, :_KEY_BYTES].tobytes()
+
+
+_KEY_MASK = np.uint32((1 << 8 * _KEY_BYTES) - 1)
+
+
+def _unpack_keys(buf: bytes, n: int, offset: int) -> np.ndarray:
+    """``n`` keys of 3 bytes from ``offset``: 4-byte reads 3 bytes apart (the last reads one byte
+    past them, which a DR2 blob always has: weights or signature follow), masked to 24 bits."""
+    if not n:
+        return np.zeros(0, dtype=np.uint32)
+    if offset + n * _KEY_BYTES + 1 > len(buf):  # nothing after the keys: pad a copy
+        buf, offset = bytes(buf[offset:offset + n * _KEY_BYTES]) + b"\0", 0
+    return np.ndarray((n,), dtype=_U32, buffer=buf, offset=offset, strides=(_KEY_BYTES,)) & _KEY_MASK
+
+
+def encode_blob(record: Record) -> bytes:
+    """The ``data`` column of ``record``: its compact arrays, counts and ``extra``."""
+    shingles, terms = _array(record.shingles, _U32), _array(record.terms, _U32)
+    sample, weights = _array(record.term_sample, _U32), _array(record.weights, _F16)
+    sig = _array(record.signature, np.float32)
+    low, step = signature_grid(sig)  # the grid it is on (dedup.record.quantise_signature)
+    codes = np.clip(np.rint((sig.astype(np.float64) - low) / step), 0, 255).astype(np.uint8)
+    if weights.size != terms.size:
+        raise ValueError(f"a record needs one weight per term (got {weights.size} weights, {terms.size} terms)")
+    if max(shingles.size, terms.size, sample.size, sig.size) > 0xFFFF:
+        raise ValueError("a record's arrays hold at most 65,535 values: make it with dedup.record.compact_arrays")
+    extra = json.dumps(record.extra, separators=(",", ":")).encode("utf-8") if record.extra else b""
+    header = _HEADER.pack(_MAGIC, shingles.size, terms.size, sample.size, sig.size, int(record.shingle_count),
+                          int(record.term_count), float(record.tdw_norm), low, step, len(extra))
+    return b"".join((header, _pack_keys(shingles), _pack_keys(terms), _pack_keys(sample), weights.tobytes(),
+                     codes.tobytes(), extra))
+
+
+def decode_blob(blob: bytes) -> dict[str, Any]:
+    """The record fields held in a ``data`` column value (``DR2``, or ``DR1`` converted)."""
+    magic = bytes(blob[:4])
+    if magic == _MAGIC1:
+        return _decode_dr1(blob)
+    if magic != _MAGIC:
+        raise ValueError(f"unknown record data format {magic!r}")
+    _, n_sh, n_terms, n_sample, n_sig, shingle_count, term_count, norm, low, step, n_extra = \
+        _HEADER.unpack_from(blob)
+    out: dict[str, Any] = {"shingle_count": shingle_count, "term_count": term_count, "tdw_norm": norm}
+    keys = _unpack_keys(blob, n_sh + n_terms + n_sample, _HEADER.size)  # the three arrays at once
+    out["shingles"], out["terms"], out["term_sample"] = keys[:n_sh], keys[n_sh:n_sh + n_terms], keys[n_sh + n_terms:]
+    offset = _HEADER.size + keys.size * _KEY_BYTES
+    out["weights"] = np.frombuffer(blob, dtype=_F16, count=n_terms, offset=offset).copy()
+    offset += 2 * n_terms
+    out["signature"] = _signature(blob, n_sig, offset, low, step)
+    offset += n_sig
+    out["extra"] = json.loads(bytes(blob[offset:offset + n_extra])) if n_extra else {}
+    return out
+
+
+def _signature(blob: bytes, n: int, offset: int, low: float, step: float) -> np.ndarray:
+    codes = np.frombuffer(blob, dtype=np.uint8, count=n, offset=offset)
+    # exact in float32: a power-of-two step times at most 255, plus a multiple of the step
+    out = np.multiply(codes, step, dtype=np.float32)
+    out += low
+    return out
+
+
+def _decode_dr1(blob: bytes) -> dict[str, Any]:
+    _, n_sig, n_chunks, n_terms, n_shingles, n_weights, n_extra = _HEADER1.unpack_from(blob)
+    full: dict[str, Any] = {}
+    offset = _HEADER1.size
+    for name, n, dtype in (("signature", n_sig, _F32), ("chunks", n_chunks, _U64), ("terms", n_terms, _U64),
+                           ("shingles", n_shingles, _U64), ("weights", n_weights, _F32)):
+        full[name] = np.frombuffer(blob, dtype=dtype, count=n, offset=offset)
+        offset += n * dtype.itemsize
+    extra = json.loads(bytes(blob[offset:offset + n_extra])) if n_extra else {}
+    del full["chunks"]  # records keep no sentence simhashes (dedup.record)
+    out = compact_arrays(shingle_count=int(extra.pop("shingle_count", n_shingles)), **full)
+    out["extra"] = extra
+    return out
+
+
+def signature_of_blob(blob: bytes) -> np.ndarray:
+    """The signature (float32) of a ``data`` column value, parsing no other array."""
+    if bytes(blob[:4]) == _MAGIC1:
+        n_sig = _HEADER1.unpack_from(blob)[1]
+        return np.frombuffer(blob, dtype=_F32, count=n_sig, offset=_HEADER1.size)
+    _, n_sh, n_terms, n_sample, n_sig, _, _, _, low, step, _ = _HEADER.unpack_from(blob)
+    return _signature(blob, n_sig, _HEADER.size + _KEY_BYTES * (n_sh + n_terms + n_sample) + 2 * n_terms, low, step)
+
+
+def to_signed(fp: int) -> int:
+    """A 64-bit simhash as SQLite's signed INTEGER."""
+    fp = int(fp) & MASK64
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+def record_of_row(row: tuple) -> Record:
+    """The :class:`Record` of a ``SELECT {COLUMNS}`` row."""
+    rid, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref_id, sentences, title, data = row
+    return Record(
+        id=rid, url=url, content_hash=content_hash, title_key=title_key, simhash=simhash & MASK64,
+        status=status, duplicate_of=duplicate_of, fetched_at=fetched_at, ref_id=ref_id,
+        sentences=sentences, title=title, **decode_blob(data),
+    )

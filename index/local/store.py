@@ -1,0 +1,454 @@
+"""``local://PATH``: the embedded dedup index, a directory on one machine.
+
+Files in ``PATH`` (created when missing): ``dedup.sqlite``, the source of truth (table
+``records``, one row per kept page, :mod:`index.local.records`; table ``meta``: schema version,
+table parameters, reference text); ``signatures.usearch`` (and ``signatures.stats.npz``), the
+vector index over the signatures, derived and rebuilt from SQLite when missing or stale
+(:mod:`index.local.vectors`); ``lock``, the single-writer lock (:mod:`index.local.lock`).  The
+simhash permutation tables are rebuilt in memory on every open from one covering-index scan.
+
+Durability: SQLite in WAL mode, ``synchronous=NORMAL``, and every :meth:`~LocalIndex.add` and
+:meth:`~LocalIndex.remove` its own committed transaction: killing the process loses no record
+``add`` reported as stored; an OS crash or power cut can lose the last few (``synchronous="FULL"``
+waits for the disk instead).  One writer: a second :class:`LocalIndex` on the same directory
+raises :class:`IndexLocked`; one instance may be used from several threads (calls are
+serialised).  Measurements and the reasons behind the defaults: ``docs/notes-records.md``.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from dedup.bits import MASK64
+from dedup.permtables import PermutationTables
+from dedup.record import Record
+from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
+
+from . import lock
+from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, record_of_row as _record, signature_of_blob, to_signed
+from .vectors import CENTRED, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, VECTOR_DTYPES, \
+    SignatureVectors
+
+__all__ = ["LocalIndex", "SCHEMA_VERSION", "DEFAULT_K", "DEFAULT_BLOCKS"]
+
+log = logging.getLogger("index.local")
+
+#: 2: records are compact (blob DR2); version-1 indexes open and their DR1 records are read too
+SCHEMA_VERSION = 2
+_SQL_VARS = 500  # ids per "IN (...)" statement
+PAGE_SIZE = 8192  # SQLite page size of a new index file
+DEFAULT_K, DEFAULT_BLOCKS = 3, 5  # a new index's simhash tables: C(5, 3) = 10 tables
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    url TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    title_key TEXT NOT NULL,
+    simhash INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    duplicate_of TEXT,
+    fetched_at REAL NOT NULL,
+    ref_id TEXT NOT NULL,
+    sentences INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_content_hash ON records(content_hash);
+CREATE INDEX IF NOT EXISTS records_title_key ON records(title_key);
+CREATE INDEX IF NOT EXISTS records_url ON records(url);
+CREATE INDEX IF NOT EXISTS records_simhash ON records(simhash);
+"""
+# records_simhash is not for lookups: it makes "SELECT id, simhash" (rebuilding the tables
+# on open) a scan of a compact covering index instead of every row's page and blob.
+
+
+class LocalIndex(SignatureVectors):
+    """A :class:`~dedup.store.DedupIndex` in a local directory (see the module docstring).
+
+    ``k``/``blocks``: the simhash tables' parameters; ``None`` takes the values the index
+    was last opened with (3 and 5, 10 tables, for a new one).  Other values work too: the
+    tables are rebuilt from SQLite on every open anyway.
+    ``synchronous``: SQLite's ``NORMAL`` (default; survives process crashes) or ``FULL``
+    (also OS crashes).  ``exact_below``: brute-force kNN below this many signatures.
+    ``autosave``: save the vector index after this many adds since the last save (and at
+    least 10% of its size); ``0`` saves only on flush/close.
+    ``vector_dtype`` / ``connectivity`` / ``expansion_search``: scalars, graph degree and
+    search breadth of the HNSW index over the signatures (default ``"f16"``, 16 and 128;
+    ``"i8"``: centred vectors, 14 and 256, ~170 fewer bytes per document, every near-copy
+    still found but the tail of the top 20 a little less exact and nearest() ~0.6 ms
+    slower at 1M: see docs/notes-records.md).  A saved vector file made with
+    other values is rebuilt from SQLite on open.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, k: int | None = None, blocks: int | None = None,
+                 synchronous: str = "NORMAL", exact_below: int = 20_000, expansion_search: int | None = None,
+                 autosave: int = 10_000, vector_dtype: str = "f16", connectivity: int | None = None) -> None:
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA (got {synchronous!r})")
+        if vector_dtype not in VECTOR_DTYPES:
+            raise ValueError(f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)} (got {vector_dtype!r})")
+        # defaults by scalar type: the measured settings (docs/notes-records.md)
+        connectivity = _DEFAULTS[vector_dtype][0] if connectivity is None else connectivity
+        expansion_search = _DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search
+        if not 2 <= int(connectivity) <= 64:
+            raise ValueError(f"connectivity must be between 2 and 64 (got {connectivity!r})")
+        self.vector_dtype, self.connectivity = vector_dtype, int(connectivity)
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.exact_below = int(exact_below)
+        self.expansion_search = int(expansion_search)
+        self.autosave = int(autosave)
+        self._mutex = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._lock_fd: int | None = None
+        self._vectors = None  # usearch Index, created with the first signature
+        self._unsaved = 0  # vector-index changes since it was last saved
+        self._lock_fd = lock.acquire(self.path)
+        try:
+            self._open_db(synchronous.upper())
+            self._init_meta(k, blocks)
+            self._load_tables()
+            self._load_vectors()
+        except BaseException:
+            self._close_files()
+            raise
+
+    # -- opening -------------------------------------------------------------------------------
+    def _open_db(self, synchronous: str) -> None:
+        db = sqlite3.connect(self.path / DB_NAME, check_same_thread=False)
+        self._db = db
+        # a new file only (an existing one keeps its own): rows of ~1.1 KB left a quarter of each
+        # 4 KB page unused (3 fit), ~8% of an 8 KB one (docs/notes-records.md)
+        db.execute(f"PRAGMA page_size={PAGE_SIZE}")
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise RuntimeError(f"could not put {self.path / DB_NAME} in WAL mode (got {mode!r})")
+        db.execute(f"PRAGMA synchronous={synchronous}")
+        db.execute("PRAGMA busy_timeout=5000")
+        with db:
+            db.executescript(_SCHEMA)
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+
+    def _set_meta(self, **values: Any) -> None:
+        self._db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) "
+                             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                             [(k, str(v)) for k, v in values.items()])
+
+    def _init_meta(self, k: int | None, blocks: int | None) -> None:
+        meta = self._meta()
+        version = int(meta.get("schema_version", SCHEMA_VERSION))
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path / DB_NAME} has schema version {version}, newer than this "
+                               f"program's ({SCHEMA_VERSION}); upgrade scrapy-dedup to open it")
+        self.k = int(meta.get("k", DEFAULT_K)) if k is None else int(k)
+        self.blocks = int(meta.get("blocks", DEFAULT_BLOCKS)) if blocks is None else int(blocks)
+        self.ref_id: str | None = meta.get("ref_id")
+        self.dim: int | None = int(meta["dim"]) if "dim" in meta else None
+        # centred vectors: m (float64, zeros until CENTRE_SAMPLE records exist) and its name
+        self._centre = np.zeros(self.dim or 0)
+        self._centre_id = "none"
+        if "vector_centre" in meta:
+            self._centre = np.frombuffer(bytes.fromhex(meta["vector_centre"]), dtype="<f8").copy()
+            self._centre_id = hashlib.sha1(meta["vector_centre"].encode("ascii")).hexdigest()[:16]
+        self._reset_stats(0)
+        with self._db:
+            self._set_meta(schema_version=SCHEMA_VERSION, k=self.k, blocks=self.blocks)
+
+    def _load_tables(self) -> None:
+        self.tables = PermutationTables(k=self.k, blocks=self.blocks)
+        # straight into a numpy array: a list of row tuples first leaves ~20 bytes a record
+        # of fragmented Python heap behind it
+        pairs = np.fromiter(self._db.execute("SELECT id, simhash FROM records"),
+                            dtype=np.dtype([("id", "<i8"), ("simhash", "<i8")]))
+        if pairs.size:
+            self.tables.add_many(pairs["simhash"].view(np.uint64), pairs["id"])
+
+    def _select(self, sql: str, ids: list[int]) -> Iterator[tuple]:
+        for i in range(0, len(ids), _SQL_VARS):
+            part = ids[i:i + _SQL_VARS]
+            yield from self._db.execute(sql.format(",".join("?" * len(part))), part)
+
+
+    # -- DedupIndex -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        with self._mutex:
+            return self._db.execute("SELECT count(*) FROM records").fetchone()[0]
+
+    def add(self, record: Record) -> int:
+        """Store ``record`` (committed when this returns), set and return its id."""
+        sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
+        if not 0 <= int(record.simhash) <= MASK64:
+            raise ValueError(f"simhash must be an unsigned 64-bit integer (got {record.simhash!r})")
+        with self._mutex:
+            db = self._require_open()
+            first = self.ref_id is None
+            if not first:
+                self._check_ref(record.ref_id, sig.size, "signature")
+            blob = encode_blob(record)
+            with db:
+                if claims_content(record):  # the writer lock makes check-then-insert atomic
+                    holder = db.execute(
+                        "SELECT id FROM records WHERE content_hash = ? AND status != 'exact_duplicate' "
+                        "ORDER BY id LIMIT 1", (record.content_hash,)).fetchone()
+                    if holder:
+                        raise KeyTaken(record.content_hash, holder[0])
+                cur = db.execute(
+                    "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
+                    "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (record.url, record.content_hash, record.title_key, to_signed(record.simhash),
+                     record.status, record.duplicate_of, float(record.fetched_at), record.ref_id,
+                     int(record.sentences), record.title or "", blob))
+                if first:
+                    self._set_meta(ref_id=record.ref_id, dim=sig.size)
+            record.id = cur.lastrowid
+            if first:
+                self.ref_id, self.dim = record.ref_id, sig.size
+                self._centre = np.zeros(self.dim)
+                self._reset_stats(0)  # the fine codes' width depends on the dimension
+                self._vectors = self._new_vectors()
+            self.tables.add(int(record.simhash) & MASK64, record.id)
+            self._add_vectors(np.array([record.id], dtype=np.uint64), sig.reshape(1, -1))
+            self._unsaved += 1
+            self._centre_when_due(record.id)
+            if self.autosave and self._unsaved >= max(self.autosave, len(self._vectors) // 10):
+                self._save_vectors()
+            return record.id
+
+    def _check_ref(self, ref_id: str, dim: int, what: str) -> None:
+        check_reference(ref_id, dim, self.ref_id, self.dim, what=what, where=f"this index ({self.path})")
+
+    def lookup(self, kind: str, key: str) -> list[int]:
+        if kind not in EXACT_KEYS:
+            raise ValueError(f"unknown exact key kind {kind!r}; valid: {', '.join(EXACT_KEYS)}")
+        with self._mutex:
+            rows = self._require_open().execute(
+                f"SELECT id FROM records WHERE {kind} = ? ORDER BY id", (key,)).fetchall()
+        return [r[0] for r in rows]
+
+    def near_simhash(self, fingerprint: int) -> list[tuple[int, int]]:
+        with self._mutex:
+            self._require_open()
+            return self.tables.query(fingerprint)
+
+    def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
+        """Up to ``n`` ``(id, cosine)``, best first, cosine >= ``floor``.
+
+        With ``f16``/``f32`` vectors the similarities are the vector index's (error ~3e-5).
+        With ``i8`` vectors (centred), the index proposes ``OVERSAMPLE`` x ``n`` candidates
+        by the cosine of the centred signatures; their cosines are recovered (error ~1e-4,
+        docs/notes-records.md) and the best ``n`` returned (ties by id).  No SQLite reads.
+        """
+        q = np.asarray(signature, dtype=np.float32).reshape(-1)
+        with self._mutex:
+            self._require_open()
+            if self.ref_id is None or n <= 0:
+                return []
+            self._check_ref(ref_id, q.size, "query signature")
+            size = len(self._vectors)
+            if size == 0 or not np.any(q):
+                return []
+            if not self._centred:
+                matches = self._vectors.search(q, min(int(n), size), exact=size < self.exact_below)
+                keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+                sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
+                return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
+            # q.x for unit q, x and x = m + y: |z| |y| cos(z, y) + m . z + m . y + |m|^2, z = q - m
+            m = self._centre
+            z = q.astype(np.float64) / np.linalg.norm(q.astype(np.float64)) - m
+            z_norm = float(np.linalg.norm(z))
+            exact = size < self.exact_below
+            matches = self._vectors.search((z if z_norm > 1e-9 else z + m).astype(np.float32),
+                                           min(OVERSAMPLE * (2 if exact else 1) * int(n), size), exact=exact)
+            ids = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+            if not ids.size:
+                return []
+            # cos(z, y) again: the float query (the index quantised it too) and the stored
+            # vectors with their fine codes (10 bits a dimension: error ~1e-4 against ~3e-3 raw)
+            stored = self._fine_vectors(ids)
+            norms = np.linalg.norm(stored, axis=1) * max(z_norm, 1e-12)
+            cos_zy = np.divide(stored @ z, norms, out=np.zeros(ids.size), where=norms > 0)
+            m_y, y_norm = self._stats[:, ids].astype(np.float64)
+        sims = np.clip(z_norm * y_norm * cos_zy + float(m @ z) + m_y + float(m @ m), -1.0, 1.0)
+        order = np.lexsort((ids, -sims))[: int(n)]
+        return [(int(ids[i]), float(sims[i])) for i in order.tolist() if sims[i] >= floor]
+
+    def get(self, ids: Iterable[int]) -> list[Record]:
+        """Records for ``ids`` in the order asked (unknown ids skipped, repeats repeated)."""
+        wanted = [int(i) for i in ids]
+        if not wanted:
+            return []
+        with self._mutex:
+            self._require_open()
+            found = {row[0]: row for row in
+                     self._select(f"SELECT {_COLUMNS} FROM records WHERE id IN ({{}})", sorted(set(wanted)))}
+        return [_record(found[i]) for i in wanted if i in found]
+
+    def remove(self, record_id: int) -> bool:
+        with self._mutex:
+            db = self._require_open()
+            row = db.execute("SELECT simhash FROM records WHERE id = ?", (int(record_id),)).fetchone()
+            if row is None:
+                return False
+            with db:
+                db.execute("DELETE FROM records WHERE id = ?", (int(record_id),))
+            self.tables.remove(row[0] & MASK64, int(record_id))
+            if self._vectors is not None:
+                self._vectors.remove(int(record_id))
+                self._unsaved += 1
+            return True
+
+    def flush(self) -> None:
+        """Save the vector index (records are committed by every add already)."""
+        with self._mutex:
+            self._require_open()
+            if self._unsaved:
+                self._save_vectors()
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._db is None:
+                return
+            try:
+                if self._unsaved:
+                    self._save_vectors()
+                try:
+                    self._db.execute("PRAGMA optimize")
+                except sqlite3.Error:
+                    pass
+            finally:
+                self._close_files()
+
+    def _close_files(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._vectors = None
+        if self._lock_fd is not None:
+            try:
+                lock.release(self._lock_fd)
+            finally:
+                self._lock_fd = None
+
+    def _require_open(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise ValueError(f"the local index {self.path} is closed")
+        return self._db
+
+    def __enter__(self) -> "LocalIndex":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._db is None else f"{len(self)} records"
+        return f"LocalIndex({str(self.path)!r}, {state}, k={self.k}, blocks={self.blocks})"
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def iter_records(self, batch: int = 1000) -> Iterator[Record]:
+        """Every record, by id (fetched ``batch`` at a time; no cursor is held between)."""
+        last = 0
+        while True:
+            with self._mutex:
+                rows = self._require_open().execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE id > ? ORDER BY id LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _record(row)
+            last = rows[-1][0]
+
+    def get_by_url(self, url: str) -> Record | None:
+        """The latest record stored for ``url``, or None."""
+        with self._mutex:
+            row = self._require_open().execute(
+                f"SELECT {_COLUMNS} FROM records WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
+        return _record(row) if row else None
+
+    def check(self, sample: int | None = 1000, *, sqlite_integrity: bool = False) -> dict[str, Any]:
+        """Compare the derived structures with SQLite; ``report["ok"]`` says whether all agree.
+
+        Counts of records, table entries and vectors; the vector index's keys against the
+        record ids (all of them); for ``sample`` random records (all when None), that the
+        simhash tables return the record at distance 0 and that its stored vector has
+        cosine >= 0.999 (0.995 for ``i8`` vectors) with its SQLite signature.
+        ``sqlite_integrity`` adds SQLite's ``PRAGMA quick_check`` (reads the whole file).
+        """
+        with self._mutex:
+            db = self._require_open()
+            rows = db.execute("SELECT id, simhash FROM records ORDER BY id").fetchall()
+            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            report: dict[str, Any] = {"records": len(rows), "tables": len(self.tables),
+                                      "vectors": 0 if self._vectors is None else len(self._vectors)}
+            ref_ids = [r[0] for r in db.execute("SELECT DISTINCT ref_id FROM records")]
+            report["ref_ids"] = ref_ids
+            problems = []
+            if ref_ids and ref_ids != [self.ref_id]:
+                problems.append(f"records made with reference texts {ref_ids}, index holds {self.ref_id!r}")
+            if report["tables"] != report["records"]:
+                problems.append("simhash table entries != records")
+            if self._vectors is not None and len(self._vectors):
+                keys = np.asarray(self._vectors.keys, dtype=np.int64)
+            else:
+                keys = np.zeros(0, dtype=np.int64)
+            missing_vec = np.setdiff1d(ids, keys)
+            extra_vec = np.setdiff1d(keys, ids)
+            report["missing_from_vectors"] = missing_vec[:20].tolist()
+            report["extra_in_vectors"] = extra_vec[:20].tolist()
+            if missing_vec.size or extra_vec.size:
+                problems.append(f"vector index: {missing_vec.size} ids missing, {extra_vec.size} stale")
+            pick = np.arange(len(rows))
+            if sample is not None and len(rows) > sample:
+                pick = np.sort(np.random.default_rng().choice(len(rows), size=sample, replace=False))
+            missing_tab, bad_vec = [], []
+            for i in pick.tolist():
+                rid, fp = rows[i][0], rows[i][1] & MASK64
+                if (rid, 0) not in self.tables.query(fp):
+                    missing_tab.append(rid)
+            report["sampled"] = len(pick)
+            report["missing_from_tables"] = missing_tab[:20]
+            if missing_tab:
+                problems.append(f"{len(missing_tab)} sampled records not found in the simhash tables")
+            if self._vectors is not None and len(pick):
+                absent = set(missing_vec.tolist())
+                sample_ids = [rows[i][0] for i in pick.tolist() if rows[i][0] not in absent]
+                for rid, blob in self._select("SELECT id, data FROM records WHERE id IN ({})", sample_ids):
+                    stored = self._vectors.get(rid)
+                    want = signature_of_blob(blob).astype(np.float64)
+                    if self._centred:  # what the index holds: the centred unit signature
+                        want, stats = self._centre_rows(want)
+                        want = want.reshape(-1).astype(np.float64)
+                        have = self._stats[:, rid] if rid < self._stats.shape[1] else np.full(2, np.nan)
+                        if not np.allclose(have, stats[:, 0], rtol=1e-4, atol=1e-6):
+                            bad_vec.append(rid)
+                            continue
+                    got = np.asarray(stored, dtype=np.float64).reshape(-1) if stored is not None else None
+                    if got is None or got.size != want.size:
+                        bad_vec.append(rid)
+                        continue
+                    nw, ng = np.linalg.norm(want), np.linalg.norm(got)
+                    least = _STORED_COSINE[self.vector_dtype]
+                    if (nw == 0) != (ng == 0) or (nw and float(want @ got) / (nw * ng) < least):
+                        bad_vec.append(rid)
+            report["bad_vectors"] = bad_vec[:20]
+            if bad_vec:
+                problems.append(f"{len(bad_vec)} sampled vectors differ from their SQLite signatures")
+            if sqlite_integrity:
+                result = [r[0] for r in db.execute("PRAGMA quick_check")]
+                report["sqlite"] = result
+                if result != ["ok"]:
+                    problems.append("SQLite quick_check failed")
+            report["problems"] = problems
+            report["ok"] = not problems
+            return report

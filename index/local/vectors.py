@@ -1,0 +1,277 @@
+"""The vector index over the MRC signatures of a local index: a usearch HNSW index keyed by
+record id, saved to ``signatures.usearch`` (and, for ``i8`` vectors, ``signatures.stats.npz``),
+derived from SQLite and rebuilt or reconciled from it on open.
+
+``i8`` vectors are held centred (the unit signature minus the mean of the first
+:data:`CENTRE_SAMPLE` records) with two float32 numbers and :data:`FINE_BITS` bits per dimension
+of fine codes per record, from which :meth:`LocalIndex.nearest` recovers true cosines.  Why, and
+the measurements behind these choices: ``docs/notes-records.md``.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .records import DB_NAME, signature_of_blob
+
+__all__ = ["SignatureVectors", "VECTORS_NAME", "STATS_NAME", "VECTOR_DTYPES", "CENTRED", "OVERSAMPLE",
+           "CENTRE_SAMPLE", "FINE_BITS"]
+
+log = logging.getLogger("index.local")
+
+VECTORS_NAME = "signatures.usearch"
+VECTOR_DTYPES = ("i8", "f16", "f32")
+#: vector scalars too coarse for the raw signatures: the index holds them centred (the unit
+#: signature minus a fixed mean); nearest() asks it for OVERSAMPLE x n candidates
+#: and ranks them by their true cosines, recovered with two numbers and fine codes a record
+CENTRED = ("i8",)
+OVERSAMPLE = 8  # (twice that in an exact search: cheap there, and small indexes need it most)
+#: connectivity and expansion_search by vector scalar type (i8: 14 keeps a node within usearch's
+#: smaller allocation size, ~60 bytes a document less than 16; 256 finds every near-copy at 1M)
+DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 256)}
+CENTRE_SAMPLE = 1000  # the centre: mean unit signature of the first this many records
+STATS_NAME = "signatures.stats.npz"  # per record id: m . y, |y| and the fine codes of its centred y
+FINE_BITS = 2  # i8 vectors: bits per dimension of the part of y's code that usearch's i8 drops
+# check(): least cosine between a stored (quantised) vector and its signature; i8 keeps >= 0.9987
+STORED_COSINE = {"i8": 0.995, "f16": 0.999, "f32": 0.999}
+_VECTOR_BATCH = 50_000  # signatures read and added to the vector index at a time when rebuilding it
+
+
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to a name
+        np.savez(f, **arrays)
+
+
+def dtype_name(vectors) -> str:
+    """``"f16"`` for a usearch index of ``ScalarKind.F16`` scalars."""
+    return str(vectors.dtype).lower().split(".")[-1]
+
+
+class SignatureVectors:
+    """The vector-index part of :class:`~index.local.LocalIndex` (a base class of it: these
+    methods run under its mutex, on its SQLite connection ``_db``, and set ``_vectors``)."""
+
+    def _new_vectors(self):
+        from usearch.index import Index
+
+        return Index(ndim=self.dim, metric="cos", dtype=self.vector_dtype, connectivity=self.connectivity,
+                     expansion_search=self.expansion_search)
+
+    @property
+    def _centred(self) -> bool:
+        return self.vector_dtype in CENTRED
+
+    def _make_centre(self) -> None:
+        """Fix the centre of the vectors: the mean unit signature of the first CENTRE_SAMPLE records."""
+        rows = self._db.execute("SELECT data FROM records ORDER BY id LIMIT ?", (CENTRE_SAMPLE,))
+        sigs = np.array([signature_of_blob(r[0]) for r in rows], dtype=np.float64)
+        norms = np.linalg.norm(sigs, axis=1, keepdims=True)
+        centre = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0).mean(axis=0)
+        text = centre.astype("<f8").tobytes().hex()
+        with self._db:
+            self._set_meta(vector_centre=text)
+        self._centre = centre
+        self._centre_id = hashlib.sha1(text.encode("ascii")).hexdigest()[:16]
+
+    def _centre_when_due(self, last_id: int) -> None:
+        """After an add: once in an index's life, when CENTRE_SAMPLE vectors exist, fix the
+        centre and re-add the vectors centred."""
+        if self._centred and self._centre_id == "none" and len(self._vectors) >= CENTRE_SAMPLE:
+            self._make_centre()
+            self._vectors = self._new_vectors()
+            self._reset_stats(last_id + 1)
+            self._reconcile_vectors()
+            self._save_vectors()
+
+    def _centre_rows(self, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Centred unit signatures y = s / |s| - m of the rows of ``sigs`` (float32, for the
+        index) and their [m . y, |y|] (2, rows)."""
+        sigs = np.asarray(sigs, dtype=np.float64).reshape(-1, self.dim)
+        norms = np.linalg.norm(sigs, axis=1, keepdims=True)
+        y = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0) - self._centre
+        return y.astype(np.float32), np.stack([y @ self._centre, np.linalg.norm(y, axis=1)])
+
+    def _fine_width(self) -> int:
+        return -(-(self.dim or 0) * FINE_BITS // 8)
+
+    def _reset_stats(self, size: int) -> None:
+        """Empty per-id arrays for ids < ``size``: ``_stats`` [m . y, |y|] (NaN: unknown) and
+        ``_fine``, FINE_BITS per dimension packed into bytes (see ``_fine_codes``)."""
+        self._stats = np.full((2, size), np.nan, dtype=np.float32)
+        self._fine = np.zeros((size, self._fine_width()), dtype=np.uint8)
+
+    def _set_stats(self, ids: np.ndarray, stats: np.ndarray, fine: np.ndarray) -> None:
+        top, have = int(ids.max()) + 1, self._stats.shape[1]
+        if top > have:  # grown by a quarter: amortised O(1) per add
+            stats_, fine_ = self._stats, self._fine
+            self._reset_stats(max(top, have * 5 // 4))
+            self._stats[:, :have], self._fine[:have] = stats_, fine_
+        self._stats[:, ids] = stats
+        self._fine[ids] = fine
+
+    def _fine_codes(self, keys: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """What usearch's i8 code of each row of ``y`` lacks: usearch keeps trunc(127 y/|y|),
+        the rest r is in (-1, 1); FINE_BITS of it per dimension, packed (4 to a byte for 2 bits)."""
+        stored = np.asarray(self._vectors.get(keys), dtype=np.float64).reshape(len(keys), -1)
+        y = np.asarray(y, dtype=np.float64)
+        norms = np.linalg.norm(y, axis=1, keepdims=True)
+        rest = np.divide(127 * y, norms, out=np.zeros_like(y), where=norms > 0) - stored
+        levels = 1 << FINE_BITS
+        codes = np.clip(np.floor((rest + 1) * (levels / 2)), 0, levels - 1).astype(np.uint8)
+        per_byte = 8 // FINE_BITS
+        codes = np.pad(codes, ((0, 0), (0, -codes.shape[1] % per_byte)))
+        packed = np.zeros((len(keys), codes.shape[1] // per_byte), dtype=np.uint8)
+        for j in range(per_byte):
+            packed |= codes[:, j::per_byte] << np.uint8(j * FINE_BITS)
+        return packed
+
+    def _fine_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """The stored i8 vectors of ``ids`` with their fine codes added back (x 127, float64)."""
+        stored = np.asarray(self._vectors.get(ids.astype(np.uint64)), dtype=np.float64).reshape(len(ids), -1)
+        packed, per_byte, levels = self._fine[ids], 8 // FINE_BITS, 1 << FINE_BITS
+        codes = np.empty((len(ids), packed.shape[1] * per_byte), dtype=np.uint8)
+        for j in range(per_byte):
+            codes[:, j::per_byte] = (packed >> np.uint8(j * FINE_BITS)) & np.uint8(levels - 1)
+        return stored + (codes[:, :stored.shape[1]] + 0.5) * (2 / levels) - 1
+
+    def _load_stats(self, max_id: int) -> None:
+        """The saved stats and fine codes (ids the file does not cover stay NaN: their vectors
+        are added again)."""
+        self._reset_stats(max_id + 1)
+        try:
+            with np.load(self.path / STATS_NAME) as saved:
+                stats, fine = saved["stats"], saved["fine"]
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("cannot read %s (%s): re-adding the vectors it covered", self.path / STATS_NAME, exc)
+            return
+        if (stats.ndim == 2 and stats.shape[0] == 2 and stats.dtype == np.float32 and fine.dtype == np.uint8
+                and fine.shape == (stats.shape[1], self._fine_width())):
+            n = min(stats.shape[1], max_id + 1)
+            self._stats[:, :n], self._fine[:n] = stats[:, :n], fine[:n]
+
+    def _load_vectors(self) -> None:
+        if self.ref_id is None:
+            return
+        file = self.path / VECTORS_NAME
+        count, max_id = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM records").fetchone()
+        if self._centred and self._centre_id == "none" and count >= CENTRE_SAMPLE:
+            self._make_centre()
+        meta = self._meta()
+        vectors = None
+        if file.exists():
+            from usearch.index import Index
+
+            try:
+                vectors = Index.restore(str(file))
+            except Exception as exc:  # noqa: BLE001 - any unreadable file is rebuilt
+                log.warning("cannot read %s (%s): rebuilding it from SQLite", file, exc)
+            if vectors is not None and (vectors.ndim != self.dim or dtype_name(vectors) != self.vector_dtype
+                                        or vectors.connectivity != self.connectivity):
+                log.warning("%s has %d dimensions (%s, connectivity %d), the index %d (%s, %d): rebuilding it",
+                            file, vectors.ndim, dtype_name(vectors), vectors.connectivity, self.dim,
+                            self.vector_dtype, self.connectivity)
+                vectors = None
+            if vectors is not None and self._centred and meta.get("vectors_centre") != self._centre_id:
+                log.warning("%s was not made with this index's centre: rebuilding it", file)
+                vectors = None
+        if vectors is not None:
+            vectors.expansion_search = self.expansion_search
+            current = (meta.get("vectors_count") == str(count) and meta.get("vectors_max_id") == str(max_id)
+                       and len(vectors) == count)
+            if self._centred:
+                self._load_stats(max_id)
+                current = current and not np.isnan(self._stats[1, max_id])
+            self._vectors = vectors
+            if current:
+                return
+            log.info("%s does not match %s: reconciling", file, DB_NAME)
+        else:
+            self._vectors = self._new_vectors()
+            self._reset_stats(max_id + 1)
+        self._reconcile_vectors()
+        self._save_vectors()
+
+    def _reconcile_vectors(self) -> None:
+        """Make the vector index hold exactly SQLite's ids (signatures never change)."""
+        ids = np.fromiter((r[0] for r in self._db.execute("SELECT id FROM records")), dtype=np.int64)
+        keys = np.asarray(self._vectors.keys, dtype=np.int64) if len(self._vectors) else np.zeros(0, np.int64)
+        stale = np.setdiff1d(keys, ids, assume_unique=True)
+        if self._centred and keys.size:  # vectors whose [m . y, |y|] were not saved: added again
+            known = keys[keys < self._stats.shape[1]]
+            unknown = np.concatenate([keys[keys >= self._stats.shape[1]], known[np.isnan(self._stats[1, known])]])
+            stale = np.union1d(stale, unknown)
+            keys = np.setdiff1d(keys, unknown, assume_unique=True)
+        if stale.size and stale.size * 4 >= len(self._vectors):
+            # usearch only marks removed nodes: a graph of many tombstones searches badly
+            # (re-adding all 1M vectors of a file over them found 88% of near-copies), so start afresh
+            self._vectors = self._new_vectors()
+            keys, stale = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if stale.size:
+            self._vectors.remove(stale.astype(np.uint64))
+        missing = np.setdiff1d(ids, keys, assume_unique=True)
+        if missing.size:
+            t = time.perf_counter()
+            if missing.size * 4 >= ids.size:  # most are missing: one scan, skipping the others
+                want = None if missing.size == ids.size else set(missing.tolist())
+                rows = (r for r in self._db.execute("SELECT id, data FROM records") if want is None or r[0] in want)
+            else:
+                rows = self._select("SELECT id, data FROM records WHERE id IN ({})", missing.tolist())
+            # in batches, each signature copied out of its row at once (a view of a DR1 blob would
+            # hold the whole blob)
+            matrix = np.empty((_VECTOR_BATCH, self.dim), dtype=np.float32)
+            keys = np.empty(_VECTOR_BATCH, dtype=np.uint64)
+            added = j = 0
+            for rid, blob in rows:
+                matrix[j], keys[j] = signature_of_blob(blob), rid
+                j += 1
+                if j == _VECTOR_BATCH:
+                    self._add_vectors(keys, matrix)
+                    added, j = added + j, 0
+            if j:
+                self._add_vectors(keys[:j], matrix[:j])
+                added += j
+            log.info("added %d signatures to the vector index in %.1f s", added, time.perf_counter() - t)
+        if stale.size or missing.size:
+            self._unsaved += int(stale.size + missing.size)
+
+    def _add_vectors(self, keys: np.ndarray, sigs: np.ndarray) -> None:
+        """Add signatures (float32 rows) under ``keys``: as they are, or centred with their stats."""
+        if not self._centred:
+            self._vectors.add(keys, sigs)  # usearch copies the vectors in
+            return
+        y, stats = self._centre_rows(sigs)
+        self._vectors.add(keys, y)
+        self._set_stats(keys.astype(np.int64), stats, self._fine_codes(keys, y))
+
+    def _save_vectors(self) -> None:
+        """Write the vector index (atomically) and record the SQLite state it covers."""
+        if self._vectors is None:
+            return
+        count, max_id = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM records").fetchone()
+        if self._centred:  # before the vectors: a newer stats file is harmless, an older one is not
+            arrays = {"stats": self._stats[:, :max_id + 1], "fine": self._fine[:max_id + 1]}
+            self._write_atomically(self.path / STATS_NAME, lambda tmp: _save_npz(tmp, arrays))
+        self._write_atomically(self.path / VECTORS_NAME, lambda tmp: self._vectors.save(str(tmp)))
+        with self._db:
+            self._set_meta(vectors_count=count, vectors_max_id=max_id)
+            if self._centred:
+                self._set_meta(vectors_centre=self._centre_id)
+        self._unsaved = 0
+
+    @staticmethod
+    def _write_atomically(file: Path, write) -> None:
+        """``write(tmp)`` a temporary file, fsync it and rename it to ``file``."""
+        tmp = file.with_name(file.name + ".tmp")
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, file)
+
