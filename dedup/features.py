@@ -51,12 +51,18 @@ class Features:
     signature: Signature
     sentences: int
 
+    def _extra(self, page: Page) -> dict:
+        extra: dict = {"shingle_count": self.shingle_count}
+        if page.list_share:  # a listing page: the decision weighs it (dedup.decision, "listing")
+            extra["list_share"] = page.list_share
+        return extra
+
     def to_record(self, page: Page, **fields) -> Record:
         return Record(
             url=page.url, title=page.title, content_hash=self.content_hash, title_key=self.title_key,
             simhash=self.simhash, chunks=self.chunks, terms=self.tdw.hashes, weights=self.tdw.weights,
             shingles=self.shingles, signature=self.signature.vector, ref_id=self.signature.ref_id,
-            sentences=self.sentences, extra={"shingle_count": self.shingle_count}, **fields,
+            sentences=self.sentences, extra=self._extra(page), **fields,
         )
 
 
