@@ -25,14 +25,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 CACHE = Path(os.environ.get("DEDUP_CALIB_CACHE", "/tmp/dedup-calib"))
-#: the decision is replayed from these rows, so its own source does not key the cache
-_NOT_KEYED = {"decision.py"}
+#: what cannot change a row: the decision (replayed from the rows) and the application on top
+#: (commands, report, dropped log; dedup/cli/ once they move there). Everything else keys the cache.
+_NOT_KEYED = {"decision.py", "report.py", "droplog.py", "cli.py", "train.py"}
+_NOT_KEYED_DIRS = {"commands", "cli"}
 
 
 def source_key() -> str:
     h = hashlib.sha1()
     for path in sorted((ROOT / "dedup").rglob("*.py")):
-        if path.name not in _NOT_KEYED:
+        if path.name not in _NOT_KEYED and not _NOT_KEYED_DIRS & set(path.relative_to(ROOT / "dedup").parts[:-1]):
             h.update(path.relative_to(ROOT).as_posix().encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:12]
