@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from dedup.deduplicator import STATUSES, TITLE_ANCHOR_MODES, DedupConfig
+from dedup.decision import DECISIONS
 from dedup.extract import DEFAULT_EXTRACTOR, EXTRACTORS
 from dedup.page import MAX_PAGE_BYTES, MAX_TEXT_CHARS
 from dedup.tdw import PRESETS, resolve_weights
@@ -51,6 +52,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DEBUG", False,
             "Log every dedup drop at INFO. By default only the first drop of a run is logged at INFO, "
             "the rest at DEBUG."),
+    Setting("DEDUP_DECISION", "logit",
+            "Whether a page's closest kept page is a copy: `logit` (the calibrated model of `dedup/decision.py`, "
+            "fitted by `benchmarks/calibrate.py`; the verdict names the signals that decided it) or `containment` "
+            "(the old rule: shingle containment >= `DEDUP_T2`)."),
     Setting("DEDUP_DROP", ["exact_duplicate"],
             "Verdicts whose items are dropped (and not added to the index): a list, or a comma-separated "
             f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
@@ -98,10 +103,11 @@ SETTINGS: tuple[Setting, ...] = (
             "JSON-lines file that keeps the items an unreachable index could not decide or store; the "
             "next crawl with the same setting replays them first. `None`: `spool.jsonl` beside the dropped log."),
     Setting("DEDUP_T1", 0.8,
-            "Shingle containment at which a candidate makes a page a `duplicate`; a number in (0, 1], "
-            ">= `DEDUP_T2`."),
+            "Shingle containment at which a copy (see `DEDUP_DECISION`) is a `duplicate` rather than a "
+            "`near_duplicate`; a number in (0, 1], >= `DEDUP_T2`."),
     Setting("DEDUP_T2", 0.4,
-            "Shingle containment at which a candidate makes a page a `near_duplicate`; a number in (0, 1]."),
+            "With `DEDUP_DECISION = containment`: shingle containment at which a candidate makes a page a "
+            "`near_duplicate`; a number in (0, 1]."),
     Setting("DEDUP_TITLE_ANCHOR", "confirm",
             f"Same-title rule: {', '.join(f'`{m}`' for m in TITLE_ANCHOR_MODES)}. `confirm` needs "
             "shingle resemblance >= `DEDUP_T1` as well, `literal` trusts the title and link count alone, `off` skips it."),
@@ -347,6 +353,9 @@ def read_settings(settings: Any) -> DedupSettings:
     raw_chars = _get(settings, "DEDUP_MAX_TEXT_CHARS")
     max_text_chars = None if _is_none(raw_chars) else _int("DEDUP_MAX_TEXT_CHARS", raw_chars, minimum=1000)
 
+    decision = get("DEDUP_DECISION", _str)
+    if decision not in DECISIONS:
+        raise ValueError(f"DEDUP_DECISION must be one of {', '.join(DECISIONS)}, got {decision!r}")
     extractor = get("DEDUP_EXTRACTOR", _str)
     if extractor not in EXTRACTORS:
         raise ValueError(f"DEDUP_EXTRACTOR must be one of {', '.join(EXTRACTORS)}, got {extractor!r}")
@@ -354,7 +363,7 @@ def read_settings(settings: Any) -> DedupSettings:
     config = DedupConfig(extractor=extractor, weights=weights, t1=t1, t2=t2, max_distance=max_distance, blocks=blocks, knn=knn,
                          reducer_jaccard=reducer_jaccard, sentence_tolerance=sentence_tolerance,
                          title_anchor=title_anchor, drop=drop, max_page_bytes=max_page_bytes,
-                         max_text_chars=max_text_chars)
+                         max_text_chars=max_text_chars, decision=decision)
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
                          index=index, config=config, es_options=es_options, spool=spool,
                          workers=get("DEDUP_WORKERS", _workers))
