@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         # the version names the fitted numbers: a refit that changes them is another version
         digest = hashlib.sha1(json.dumps([final.weights, final.bias, final.threshold], sort_keys=True)
-                              .encode()).hexdigest()[:8]
+                              .encode()).hexdigest()[:6]
         result["model"]["version"] = f"{VERSION}-{digest}"
         path = ROOT / "dedup" / "data" / "decision.json"
         path.write_text(json.dumps(result["model"], indent=1) + "\n")

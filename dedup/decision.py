@@ -121,19 +121,20 @@ class Decision:
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def explain(self, scores: Mapping[str, Any]) -> dict[str, Any]:
-        """``{"p", "copy", "signals"}``: the probability, the call, and the three features that
+        """``{"p", "threshold", "copy", "signals"}``: the probability, the call, and the three features that
         moved the log-odds most (name, value, contribution), for the verdict's readers."""
         x = features(scores)
         terms = self.terms(scores)
         p = self.probability(scores)
         top = sorted(terms, key=lambda k: -abs(terms[k]))[:3]
-        return {"p": round(p, 4), "copy": p >= self.threshold,
+        return {"p": round(p, 4), "threshold": self.threshold, "copy": p >= self.threshold,
                 "signals": [f"{k} {x[k]:.3g} ({terms[k]:+.2f})" for k in top]}
 
     def thresholds(self) -> dict[str, Any]:
-        """What a verdict's ``thresholds`` records of this decision."""
-        return {"decision": self.version, "p": self.threshold, "bias": round(self.bias, 4),
-                "weights": {k: round(v, 4) for k, v in self.weights.items()}}
+        """What a verdict's ``thresholds`` records of this decision: its version, which names the
+        fitted numbers (weights, bias, threshold; kept in ``dedup/data/decision.json``). The numbers stay
+        out: every dropped-log line carries the thresholds, and must stay smaller than the page."""
+        return {"decision": self.version}
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "weights": self.weights, "bias": self.bias,

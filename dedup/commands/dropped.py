@@ -239,7 +239,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     why = scores.get("decision")
     if isinstance(why, dict) and why.get("signals"):  # the calibrated decision (dedup.decision)
         print(f"decided by {(v.get('thresholds') or {}).get('decision', 'the decision')}: p {why.get('p')}"
-              f" (copy from p {(v.get('thresholds') or {}).get('p', '-')}); " + ", ".join(why["signals"]))
+              f" (copy from p {why.get('threshold', '-')}); " + ", ".join(why["signals"]))
     if v.get("thresholds"):
         print("thresholds " + ", ".join(f"{k} {json.dumps(val)}" for k, val in v["thresholds"].items()))
     print(f"algorithm  {v.get('algorithm', '-')}  reference {v.get('reference', '-')}  candidates {v.get('candidates', '-')}")
