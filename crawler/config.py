@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from dedup.deduplicator import ACCEPTS, STATUSES, TITLE_ANCHOR_MODES, ConfigError, DedupConfig
 from dedup.extract import EXTRACTORS
+from dedup.decision import DECISIONS
 from dedup.tdw import PRESETS, resolve_weights
 from index import DEFAULT_INDEX, default_dropped_log  # index/ owns the URI schemes; backends load lazily
 from index.elastic import ES_OPTIONS, option_defaults  # the names and defaults only: imports no client
@@ -58,6 +59,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DEBUG", False,
             "Log every dedup drop at INFO. By default only the first drop of a run is logged at INFO, "
             "the rest at DEBUG."),
+    Setting("DEDUP_DECISION", _CONFIG.decision,
+            "Whether a page's closest kept page is a copy: `logit` (the calibrated model of `dedup/decision.py`, "
+            "fitted by `benchmarks/calibrate.py`; the verdict names the signals that decided it) or `containment` "
+            "(the old rule: shingle containment >= `DEDUP_T2`)."),
     Setting("DEDUP_DROP", list(_CONFIG.drop),
             "Verdicts whose items are dropped (and not added to the index): a list, or a comma-separated "
             f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
@@ -109,10 +114,11 @@ SETTINGS: tuple[Setting, ...] = (
             "JSON-lines file that keeps the items an unreachable index could not decide or store; the "
             "next crawl with the same setting replays them first. `None`: `spool.jsonl` beside the dropped log."),
     Setting("DEDUP_T1", _CONFIG.t1,
-            "Shingle containment at which a candidate makes a page a `duplicate`; a number in (0, 1], "
-            ">= `DEDUP_T2`."),
+            "Shingle containment at which a copy (see `DEDUP_DECISION`) is a `duplicate` rather than a "
+            "`near_duplicate`; a number in (0, 1], >= `DEDUP_T2`."),
     Setting("DEDUP_T2", _CONFIG.t2,
-            "Shingle containment at which a candidate makes a page a `near_duplicate`; a number in (0, 1]."),
+            "With `DEDUP_DECISION = containment`: shingle containment at which a candidate makes a page a "
+            "`near_duplicate`; a number in (0, 1]."),
     Setting("DEDUP_TITLE_ANCHOR", _CONFIG.title_anchor,
             f"Same-title rule: {', '.join(f'`{m}`' for m in TITLE_ANCHOR_MODES)}. `confirm` needs "
             "shingle resemblance >= `DEDUP_T1` as well, `literal` trusts the title and link count alone, `off` skips it."),
@@ -303,6 +309,7 @@ _KNOBS: dict[str, Callable[[str, Any, str], Any]] = {
     "sentence_tolerance": lambda n, v, acc: None if _is_none(v) else _int(n, v, accepted=acc),
     "title_anchor": lambda n, v, acc: _str(n, v, accepted=acc),
     "extractor": lambda n, v, acc: _str(n, v, accepted=acc),
+    "decision": lambda n, v, acc: _str(n, v, accepted=acc),
 }
 
 

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .bits import hamming, sorted_common
+from .decision import DECISIONS, load_decision, title_similarity
 from .features import Features, Featurizer
 from .mrc import signature_cosine
 from .permtables import DEFAULT_BLOCKS, DEFAULT_K
@@ -60,6 +61,7 @@ ACCEPTS = {
     "sentence_tolerance": "an integer >= 1, or None",
     "title_anchor": f"one of {', '.join(TITLE_ANCHOR_MODES)}",
     "extractor": f"one of {', '.join(EXTRACTORS)}",
+    "decision": f"one of {', '.join(DECISIONS)}",
 }
 
 
@@ -90,6 +92,9 @@ class DedupConfig:
     extractor: main-text extractor for HTML (:data:`dedup.extract.DEFAULT_EXTRACTOR`; see :mod:`dedup.extract`).
     Defaults live here (and the tables' k and blocks in :mod:`dedup.permtables`); the crawl's settings
     table reads them. :data:`ACCEPTS` says what each knob accepts.
+    decision: ``logit`` (default: the calibrated model of :mod:`dedup.decision` decides whether the
+    best candidate is a copy; t1 and the angle test still split ``duplicate`` from ``near_duplicate``)
+    or ``containment`` (the old rule: containment >= t2).
     """
 
     weights: Any = "tdw"
@@ -109,12 +114,15 @@ class DedupConfig:
     max_page_bytes: int | None = MAX_PAGE_BYTES
     max_text_chars: int | None = MAX_TEXT_CHARS
     extractor: str = DEFAULT_EXTRACTOR
+    decision: str = "logit"
 
     def __post_init__(self) -> None:
         """The one validation of the knobs (the crawl's settings only parse their strings before it):
         raises :class:`ConfigError` naming the knob, the value and what it accepts."""
         if self.extractor not in EXTRACTORS:
             raise _bad("extractor", self.extractor)
+        if self.decision not in DECISIONS:
+            raise _bad("decision", self.decision)
         for name in ("max_page_bytes", "max_text_chars"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -146,7 +154,8 @@ class DedupConfig:
     def thresholds(self) -> dict[str, Any]:
         return {"t1": self.t1, "t2": self.t2, "max_distance": self.max_distance, "knn": self.knn,
                 "reducer_jaccard": self.reducer_jaccard, "angle": 180.0 * (1.0 - self.t1),
-                "sentence_tolerance": self.sentence_tolerance, "title_anchor": self.title_anchor}
+                "sentence_tolerance": self.sentence_tolerance, "title_anchor": self.title_anchor,
+                "decision": self.decision}
 
 
 @dataclass
@@ -215,6 +224,9 @@ class Deduplicator:
         # seed 002's cosine test at t = t1 separates "duplicate" from "near_duplicate"
         self._duplicate_angle = ComparisonReducer(c.t1)
         self._thresholds = c.thresholds()
+        self.decision = load_decision() if c.decision == "logit" else None
+        if self.decision is not None:
+            self._thresholds.update(self.decision.thresholds())
 
     # -- public API -------------------------------------------------------------------------
     def process_html(self, html: bytes | str, url: str, **kwargs: Any) -> tuple[Page, Verdict]:
@@ -313,6 +325,9 @@ class Deduplicator:
             return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
                            {"pruned": pruned}, candidates=n, **base)
         best_scores = self._scores(f, q, best)
+        best_scores["title"] = round(title_similarity(page.title, best.title), 4)
+        # the larger of the two pages' list-item shares: a listing matched by a page it quotes, or by the next page
+        best_scores["listing"] = max(page.list_share, float(best.extra.get("list_share", 0.0)))
         best_scores["pruned"] = pruned
         c = self.config
         s = best_scores["containment"]
@@ -324,13 +339,20 @@ class Deduplicator:
             best_scores["title_key"] = f.title_key
             return Verdict("duplicate", best.url, "title_anchor", best_scores, candidates=n,
                            duplicate_id=best.id, **base)
-        if s >= c.t1 and best_scores["angle_ok"]:
+        if self.decision is not None:
+            # the calibrated model says whether it is a copy (and which signals decided it);
+            # containment >= t1 with the angle test still says how close a copy
+            why = best_scores["decision"] = self.decision.explain(best_scores)
+            copy, below = why["copy"], "below_decision"
+        else:
+            copy, below = s >= c.t2, "below_t2"
+        if copy and s >= c.t1 and best_scores["angle_ok"]:
             status, rule = "duplicate", "containment>=t1"
-        elif s >= c.t2:
-            status, rule = "near_duplicate", "containment>=t2"
+        elif copy:
+            status, rule = "near_duplicate", "decision" if self.decision is not None else "containment>=t2"
         else:
             best_scores["candidate"] = best.url  # the closest kept page, for calibration sweeps
-            return Verdict("unique", None, "below_t2", best_scores, candidates=n, **base)
+            return Verdict("unique", None, below, best_scores, candidates=n, **base)
         return Verdict(status, best.url, rule, best_scores, candidates=n, duplicate_id=best.id, **base)
 
     # -- internals --------------------------------------------------------------------------

@@ -51,6 +51,12 @@ class Features:
     signature: Signature
     sentences: int
 
+    def _extra(self, page: Page) -> dict:
+        extra: dict = {}
+        if page.list_share:  # a listing page: the decision weighs it (dedup.decision, "listing")
+            extra["list_share"] = page.list_share
+        return extra
+
     def to_record(self, page: Page, **fields) -> Record:
         """The compact record of these features (:func:`dedup.record.compact_arrays`)."""
         return Record(
@@ -58,7 +64,7 @@ class Features:
             simhash=self.simhash, ref_id=self.signature.ref_id, sentences=self.sentences,
             **compact_arrays(shingles=self.shingles, shingle_count=self.shingle_count, terms=self.tdw.hashes,
                              weights=self.tdw.weights, signature=self.signature.vector),
-            **fields,
+            extra=self._extra(page), **fields,
         )
 
 

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit, unquote
 import lxml.html
 
 from .encoding import decode_html
-from .extract import DEFAULT_EXTRACTOR, check_extractor, lxml_tree, main_text
+from .extract import DEFAULT_EXTRACTOR, check_extractor, lxml_tree
+from .extractcheck import checked_main_text, list_share
 from .text import split_sentences
 
 __all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
@@ -46,6 +47,8 @@ class Page:
     sentences: list[str] = field(default_factory=list)
     encoding: str = ""
     extraction: str = ""
+    #: share of the main text in list items: ~1 on a listing page (archive, tag, section; extractcheck)
+    list_share: float = 0.0
     #: set when an input limit cut the page: {"bytes": [original, kept]} and/or {"chars": [original, kept]}
     truncated: dict = field(default_factory=dict)
 
@@ -130,8 +133,10 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
         page.extraction = "unparseable"
         return page
     links = _fields(tree, page)
-    page.text, page.extraction = main_text(text, tree, extractor=extractor,
-                                           headings={h for _, h in page.headings}, links=links)
+    page.text, page.extraction = checked_main_text(text, tree, page.anchors_same + page.anchors_other,
+                                                   extractor=extractor, headings={h for _, h in page.headings},
+                                                   links=links)
+    page.list_share = round(list_share(page.text), 4)
     if max_text_chars is not None and len(page.text) > max_text_chars:
         return limit_text(page, max_text_chars)
     page.sentences = split_sentences(page.text)

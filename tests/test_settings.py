@@ -127,6 +127,7 @@ BAD = [
     ("DEDUP_KNN", "-5", "integer >= 0"),
     ("DEDUP_SENTENCE_TOLERANCE", "0", "integer >= 1"),
     ("DEDUP_TITLE_ANCHOR", "maybe", "confirm, literal, off"),
+    ("DEDUP_DECISION", "vote", "logit, containment"),
     ("DEDUP_DEBUG", "sometimes", "boolean"),
     ("DEDUP_ENABLED", "yes please", "boolean"),
     ("DEDUP_HTML_FIELD", "", "non-empty string"),

@@ -327,6 +327,9 @@ def _meta(pair: Pair, tag: str = "p") -> str:
     for key in ("containment", "resemblance", "tdw_cosine", "mrc", "hamming", "chunks", "angle"):
         if isinstance(scores.get(key), (int, float)) and not isinstance(scores.get(key), bool):
             meta.append(f"{key} {_num(scores[key])}")
+    why = scores.get("decision")
+    if isinstance(why, dict) and why.get("signals"):  # the calibrated decision: p and what moved it most
+        meta.append(f"decision p {_num(why.get('p'))} by {_e(', '.join(map(str, why['signals'])))}")
     if pair.time:
         meta.append(f"{'dropped' if pair.kind == 'dropped' else 'seen'} {_e(_time(pair.time))}")
     return f'<{tag} class="meta">{" · ".join(meta)}</{tag}>'

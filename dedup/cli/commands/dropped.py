@@ -234,6 +234,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("scores     " + _cut(", ".join(f"{k} {json.dumps(val)}" for k, val in scores.items()), 2000))
     print(f"score      containment {_score(entry.score)}" + (" (content_hash: same normalised text)"
                                                           if entry.rule == "content_hash" else ""))
+    why = scores.get("decision")
+    if isinstance(why, dict) and why.get("signals"):  # the calibrated decision (dedup.decision)
+        print(f"decided by {(v.get('thresholds') or {}).get('decision', 'the decision')}: p {why.get('p')}"
+              f" (copy from p {why.get('threshold', '-')}); " + ", ".join(why["signals"]))
     if v.get("thresholds"):
         print("thresholds " + ", ".join(f"{k} {json.dumps(val)}" for k, val in v["thresholds"].items()))
     print(f"algorithm  {v.get('algorithm', '-')}  reference {v.get('reference', '-')}  candidates {v.get('candidates', '-')}")

@@ -1,0 +1,103 @@
+"""The pages the decision is fitted and checked on, run once through the deduplicator and cached.
+
+Every page of a stream goes through :func:`dedup.evaluate.evaluate` (seeded online order, the
+deduplicator a crawl uses); what is kept per page is its cluster, whether an earlier page of its
+cluster arrived, the verdict's status and rule, the cluster of its best candidate and the best
+candidate's scores.  Any decision that changes neither what is dropped (only exact duplicates are)
+nor which candidate is best can then be replayed from these rows without running the pages again.
+
+The rows are cached as JSON under ``$DEDUP_CALIB_CACHE`` (default ``/tmp/dedup-calib``), keyed by
+the pages, the seed, the extractor and the source of ``dedup/`` (a change in features or
+extraction recomputes them; a change only in ``dedup/decision.py`` does not).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CACHE = Path(os.environ.get("DEDUP_CALIB_CACHE", "/tmp/dedup-calib"))
+#: what cannot change a row: the decision (replayed from the rows) and the application on top
+#: (commands, report, dropped log; dedup/cli/ once they move there). Everything else keys the cache.
+_NOT_KEYED = {"decision.py", "report.py", "droplog.py", "cli.py", "train.py"}
+_NOT_KEYED_DIRS = {"commands", "cli"}
+
+
+def source_key() -> str:
+    h = hashlib.sha1()
+    for path in sorted((ROOT / "dedup").rglob("*.py")):
+        if path.name not in _NOT_KEYED and not _NOT_KEYED_DIRS & set(path.relative_to(ROOT / "dedup").parts[:-1]):
+            h.update(path.relative_to(ROOT).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _pages_key(folders: list[Path]) -> str:
+    h = hashlib.sha1()
+    for folder in folders:
+        for p in sorted(folder.glob("*/*")):
+            st = p.stat()
+            h.update(f"{p.relative_to(folder.parent)}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    return h.hexdigest()[:12]
+
+
+def mixed_folder(name: str, folders: list[Path]) -> Path:
+    """One folder whose cluster sub-folders are symlinks to those of ``folders`` (one stream)."""
+    out = CACHE / "streams" / name
+    out.mkdir(parents=True, exist_ok=True)
+    for folder in folders:
+        for cluster in sorted(p for p in folder.iterdir() if p.is_dir()):
+            link = out / cluster.name
+            if not link.exists():
+                link.symlink_to(cluster.resolve(), target_is_directory=True)
+    return out
+
+
+def same_site(seed: int, pages: int = 600) -> Path:
+    """The same-site negatives of ``negsite.py`` (generated once per seed under the cache)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from negsite import generate
+
+    out = CACHE / "negsite" / f"seed{seed}-{pages}"
+    if not (out / ".done").exists():
+        generate(out, pages, seed)
+        (out / ".done").write_text("")
+    return out
+
+
+def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None = None,
+         verbose: bool = True) -> list[dict[str, Any]]:
+    """The cached rows of the stream of ``folders`` (computed when absent)."""
+    from dedup.deduplicator import DedupConfig
+    from dedup.evaluate import evaluate
+
+    config = DedupConfig(**({"extractor": extractor} if extractor else {}))
+    key = f"{name}-s{seed}-{config.extractor}-{source_key()}-{_pages_key(folders)}"
+    path = CACHE / "rows" / f"{key}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    folder = folders[0] if len(folders) == 1 else mixed_folder(name, folders)
+    t0 = time.perf_counter()
+    report = evaluate(folder, seed=seed, config=config)
+    out = []
+    for o in report.outcomes:
+        v = o.verdict
+        out.append({"cluster": o.cluster, "path": o.path, "had_earlier": o.had_earlier, "status": v.status,
+                    "rule": v.rule, "best_cluster": o.best_cluster, "extraction": v.extraction,
+                    "scores": {k: val for k, val in v.scores.items() if k != "candidate"}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(path)
+    if verbose:
+        print(f"# {name}: {len(out)} pages run through the deduplicator in {time.perf_counter() - t0:.0f} s "
+              f"(cached: {path})", file=sys.stderr)
+    return out
