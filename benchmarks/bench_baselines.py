@@ -45,7 +45,7 @@ def grams(text: str, n: int = 5) -> frozenset[str]:
 
 def stream(folders: list[Path], seed: int) -> list[tuple[str, Path]]:
     """``(cluster, path)`` in ``dedup evaluate``'s order over the folders' clusters."""
-    from dedup.evaluate import load_clusters
+    from dedup.cli.evaluate import load_clusters
 
     pages = sorted(p for folder in folders for p in load_clusters(folder))
     order = list(range(len(pages)))

@@ -98,6 +98,7 @@ def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) 
 
     from dedup.deduplicator import DedupConfig
     from index.elastic.reindex import Reindex
+    from index.elastic.reindex_slices import merge
 
     n = args.slices
     dest = f"{base}/bench-dest-s{n}"
@@ -116,7 +117,7 @@ def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) 
                   html_field="html" if args.html else None, title_field="title", time_field="crawled",
                   config=DedupConfig(), dropped_log=tmp / "merge" / "dropped.jsonl", slices=n, merge=True)
     t = time.perf_counter()
-    merged = job.run()
+    merged = merge(job)
     merge_wall = time.perf_counter() - t
     total = sum(r["processed"] for r in reports)
     same = dest_ids(base, dest.rsplit("/", 1)[1]) == dest_ids(base, single_dest.rsplit("/", 1)[1])

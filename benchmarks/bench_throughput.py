@@ -14,7 +14,7 @@ same goldset-dev pages in the same order, in one run.
 Every page goes through the three in one loop, the order rotating page by page, so machine load hits
 all alike. Each pipeline's cost is its CPU time (``time.process_time``) on these 2 shared cores, where
 wall time mostly measures the other tenants; both are reported. F1 is the online metric of
-``dedup.evaluate``. The goal: ours >= 1.0x the pages per second of resiliparse + datasketch, at higher F1.
+``dedup.cli.evaluate``. The goal: ours >= 1.0x the pages per second of resiliparse + datasketch, at higher F1.
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
         res.finish(args.json)
         return 0
     from dedup.deduplicator import Deduplicator, Verdict
-    from dedup.evaluate import Outcome, metric
+    from dedup.cli.evaluate import Outcome, metric
     from dedup.page import parse_page
     from index.local import LocalIndex
 

@@ -1,6 +1,6 @@
 """The pages the decision is fitted and checked on, run once through the deduplicator and cached.
 
-Every page of a stream goes through :func:`dedup.evaluate.evaluate` (seeded online order, the
+Every page of a stream goes through :func:`dedup.cli.evaluate.evaluate` (seeded online order, the
 deduplicator a crawl uses); what is kept per page is its cluster, whether an earlier page of its
 cluster arrived, the verdict's status and rule, the cluster of its best candidate and the best
 candidate's scores.  Any decision that changes neither what is dropped (only exact duplicates are)
@@ -77,7 +77,7 @@ def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None
          verbose: bool = True) -> list[dict[str, Any]]:
     """The cached rows of the stream of ``folders`` (computed when absent)."""
     from dedup.deduplicator import DedupConfig
-    from dedup.evaluate import evaluate
+    from dedup.cli.evaluate import evaluate
 
     config = DedupConfig(**({"extractor": extractor} if extractor else {}))
     key = f"{name}-s{seed}-{config.extractor}-{source_key()}-{_pages_key(folders)}"

@@ -29,7 +29,7 @@ Cross-validation: leave one group of clusters out, 28 folds; related clusters ar
 (RELATED: pages of these pairs are confused with each other, e.g. Lindsay / Lindsay2), and the
 negatives-dev pages (one-page clusters) are dealt round-robin into the groups, so each is scored
 by a model that never saw it.  The held-out pages of every fold are pooled and scored with the
-online metric (:func:`dedup.evaluate.metric` semantics).
+online metric (:func:`dedup.cli.evaluate.metric` semantics).
 """
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def fit_logit(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, floa
 
 
 def online(rows: list[dict[str, Any]], flag: list[bool]) -> dict[str, Any]:
-    """The online metric of ``dedup.evaluate.metric`` over replayed rows."""
+    """The online metric of ``dedup.cli.evaluate.metric`` over replayed rows."""
     n_flag = n_ok = n_rel = 0
     for r, f in zip(rows, flag):
         n_rel += r["had_earlier"]

@@ -246,9 +246,7 @@ class Reindex:
     # -- the job ------------------------------------------------------------------------------------
     def run(self) -> ReindexReport:
         if self.merging:
-            from .reindex_slices import merge
-
-            return merge(self)
+            raise ValueError("the final pass of a sliced reindex runs through index.elastic.reindex_slices.merge(job)")
         start = time.monotonic()
         src, src_name = self._connect(self.source_uri)
         work = Path(tempfile.mkdtemp(prefix="dedup-reindex-")) if self.dry_run else self.work_dir
@@ -427,7 +425,7 @@ class Reindex:
                 body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": self.keep_alive}, "size": self.read_size,
                                         "sort": self.sort, "track_total_hits": False}
                 if self.slices > 1:
-                    from .reindex_slices import SLICE_FIELD
+                    from .slicing import SLICE_FIELD
 
                     body["slice"] = {"field": SLICE_FIELD, "id": self.slice_id, "max": self.slices}
                 if after is not None:
@@ -563,7 +561,7 @@ class Reindex:
             if self.slices > 1:
                 # the final pass may have dropped kept documents of this slice (into its own log), and
                 # the destination holds every slice's documents: only this slice's are compared
-                from .reindex_slices import Registry
+                from .slicing import Registry
 
                 merged = set(Registry(es, name).drops(self.slice_id)) & set(kept)
                 kept = {k: v for k, v in kept.items() if k not in merged}
@@ -592,7 +590,7 @@ class Reindex:
     def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
         """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
         ``dedup.slice``; restored documents, which carry none, count for every slice)."""
-        from .reindex_slices import pit_pages
+        from .slicing import pit_pages
 
         if not es.call("check an index", es.client.indices.exists, index=index):
             return set()
@@ -657,7 +655,7 @@ class _Sink:
         try:
             self._open_dest(src, src_name)
             if job.slices > 1:
-                from .reindex_slices import Registry
+                from .slicing import Registry
 
                 self.registry = Registry(self.es, self.name)
                 self.registry.register(job.slice_id, job.slices, state.run_id(), str(job.work_dir.resolve()),

@@ -44,7 +44,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -56,30 +56,12 @@ from dedup.record import Record
 from dedup.tdw import TermVector
 
 from .connect import Retrying
-
-if TYPE_CHECKING:
-    from .reindex import Reindex, ReindexReport
+from .reindex import Reindex, ReindexReport, _Sink
+from .slicing import SLICE_FIELD, Registry, pit_pages, slices_name
 
 __all__ = ["SLICE_FIELD", "Registry", "merge", "pit_pages", "record_features", "slices_name"]
 
 log = logging.getLogger(__name__)
-
-#: the field the source is sliced on: stable across points in time (see the module docstring)
-SLICE_FIELD = "_id"
-
-_MAPPING: dict[str, Any] = {
-    "dynamic": False,
-    "properties": {
-        "kind": {"type": "keyword"}, "slice": {"type": "integer"}, "of": {"type": "integer"},
-        "run": {"type": "keyword"}, "finished": {"type": "boolean"}, "source_id": {"type": "keyword"},
-        "line": {"type": "object", "enabled": False},
-    },
-}
-
-
-def slices_name(dest_name: str) -> str:
-    """The index beside ``DEST`` holding the slices' shared state."""
-    return f"{dest_name}-slices"
 
 
 def record_features(record: Record) -> tuple[Page, Features]:
@@ -96,97 +78,6 @@ def record_features(record: Record) -> tuple[Page, Features]:
         signature=Signature(np.asarray(record.signature, dtype=np.float32), record.ref_id),
         sentences=int(record.sentences))
     return page, features
-
-
-def pit_pages(es: Retrying, index: str, what: str, *, size: int = 1000, sort: list[dict[str, Any]] | None = None,
-              **body: Any) -> Iterator[list[dict[str, Any]]]:
-    """Pages of hits of ``index`` through a point in time and ``search_after`` (``sort``: by
-    default ``_shard_doc``, the cheapest complete order), the point in time closed at the end."""
-    c = es.client
-    pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive="5m")["id"]
-    after = None
-    try:
-        while True:
-            request: dict[str, Any] = {"pit": {"id": pit, "keep_alive": "5m"}, "size": size,
-                                       "sort": sort or [{"_shard_doc": "asc"}], "track_total_hits": False, **body}
-            if after is not None:
-                request["search_after"] = after
-            got = es.call(what, c.search, **request)
-            pit = got.get("pit_id", pit)
-            hits = got["hits"]["hits"]
-            if hits:
-                yield hits
-            if len(hits) < size:
-                return
-            after = hits[-1]["sort"]
-    finally:
-        try:
-            c.close_point_in_time(id=pit)
-        except Exception:  # the point in time expires by itself; never mask the real error
-            log.debug("could not close point in time on %s", index, exc_info=True)
-
-
-class Registry:
-    """``DEST-slices``: the slices of a sliced reindex and the final pass's drops."""
-
-    def __init__(self, es: Retrying, dest_name: str) -> None:
-        self.es, self.name = es, slices_name(dest_name)
-
-    def ensure(self) -> None:
-        from elasticsearch import BadRequestError
-
-        if self.es.call("check the slice registry", self.es.client.indices.exists, index=self.name):
-            return
-        try:
-            self.es.call("create the slice registry", self.es.client.indices.create, index=self.name,
-                         mappings=_MAPPING)
-        except BadRequestError as exc:  # another slice created it first
-            if "resource_already_exists" not in str(exc):
-                raise
-
-    def register(self, slice_id: int, slices: int, run: str, work_dir: str, *, force: bool) -> None:
-        """Record that ``run`` works on ``slice_id``; another run already on it is refused (two
-        work folders deciding one slice) unless ``force``."""
-        self.ensure()
-        c = self.es.client
-        got = self.es.call("read the slice registry", c.options(ignore_status=404).get, index=self.name,
-                           id=f"slice-{slice_id}")
-        held = got.get("_source") if got.get("found") else None
-        if held and held.get("run") != run and not force:
-            raise ValueError(f"slice {slice_id} of {slices} is already decided by another run (work folder "
-                             f"{held.get('work_dir')} on {held.get('host')}, started {held.get('started')}); "
-                             "resume it there, or pass --force to decide it again from this work folder")
-        doc = {"kind": "slice", "slice": slice_id, "of": slices, "run": run, "work_dir": work_dir,
-               "host": socket.gethostname(), "started": (held or {}).get("started") if held and
-               held.get("run") == run else iso_now(), "finished": False}
-        self.es.call("register the slice", c.index, index=self.name, id=f"slice-{slice_id}", document=doc,
-                     refresh=True)
-
-    def finish(self, slice_id: int, counts: dict[str, Any]) -> None:
-        self.es.call("mark the slice finished", self.es.client.update, index=self.name, id=f"slice-{slice_id}",
-                     doc={"finished": True, "ended": iso_now(), "counts": counts}, refresh=True)
-
-    def _scan(self, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        if not self.es.call("check the slice registry", self.es.client.indices.exists, index=self.name):
-            return
-        self.es.call("refresh the slice registry", self.es.client.indices.refresh, index=self.name)
-        for hits in pit_pages(self.es, self.name, "read the slice registry", query=query):
-            yield from hits
-
-    def slices(self) -> dict[int, dict[str, Any]]:
-        return {int(h["_source"]["slice"]): h["_source"] for h in self._scan({"term": {"kind": "slice"}})}
-
-    def drops(self, slice_id: int | None = None) -> dict[str, dict[str, Any]]:
-        """Source id -> drop line of the documents the final pass dropped (of one slice)."""
-        query: dict[str, Any] = {"term": {"kind": "drop"}}
-        if slice_id is not None:
-            query = {"bool": {"filter": [query, {"term": {"slice": slice_id}}]}}
-        return {h["_source"]["source_id"]: h["_source"]["line"] for h in self._scan(query)}
-
-    def mark_merged(self, report: dict[str, Any]) -> None:
-        self.es.call("mark the final pass", self.es.client.index, index=self.name, id="merge",
-                     document={"kind": "merge", "finished": True, "ended": iso_now(), "report": report},
-                     refresh=True)
 
 
 def _dest_in_order(es: Retrying, name: str, sort: list[dict[str, Any]], size: int
@@ -215,7 +106,6 @@ def merge(job: "Reindex") -> "ReindexReport":
     from dedup.deduplicator import Deduplicator
 
     from . import dedup_name
-    from .reindex import ReindexReport
 
     start = time.monotonic()
     es, name = job._connect(job.dest_uri)
@@ -259,7 +149,6 @@ def merge(job: "Reindex") -> "ReindexReport":
         report.requests = job.requests
         registry.mark_merged(report.to_dict())
         if job.alias:
-            from .reindex import _Sink
 
             _Sink.swap_alias_on(es, name, job.alias)
             report.alias = job.alias

@@ -55,6 +55,7 @@ def log_progress(label: str, every: float) -> Callable[[int, int], None]:
 def cmd_reindex(args: argparse.Namespace) -> int:
     from index.elastic import IndexUnavailable
     from index.elastic.reindex import Reindex
+    from index.elastic.reindex_slices import merge
     from ...deduplicator import DedupConfig
 
     overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn") if getattr(args, k) is not None}
@@ -73,7 +74,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     try:
         if args.check:
             return _check(job, args)
-        report = job.run()
+        report = merge(job) if job.merging else job.run()  # the final pass builds on the reindex
     except IndexUnavailable as exc:
         print(f"dedup: error: {exc}", file=sys.stderr)
         if job.work_dir.exists() and not args.check:
