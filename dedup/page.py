@@ -136,7 +136,9 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     page.text, page.extraction = checked_main_text(text, tree, page.anchors_same + page.anchors_other,
                                                    extractor=extractor, headings={h for _, h in page.headings},
                                                    links=links)
-    page.list_share = round(list_share(page.text), 4)
+    # a page the extractor read as a listing is all teasers (resiliparse's teaser lines carry no "- "
+    # marks for list_share to count): the decision's listing signal sees it as trafilatura's would
+    page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
     if max_text_chars is not None and len(page.text) > max_text_chars:
         return limit_text(page, max_text_chars)
     page.sentences = split_sentences(page.text)
