@@ -57,6 +57,10 @@ def test_merge_refused_until_every_slice_is_finished(corpus, tmp_path, es_url, c
     assert "give --slice I" in capsys.readouterr().err
 
 
+@pytest.mark.xfail(reason="known defect, issue 19 open: the final pass rebuilds features from stored records "
+                   "(reindex_slices.record_features), which are compact since the records merge; compacting them "
+                   "again loses the shingle keys, so a cross-slice near copy (orchard-frost-corrected) is missed",
+                   strict=False)
 def test_two_slices_keep_what_one_process_keeps(single, sliced, corpus):  # noqa: F811
     dest, outs, merge_out, before = sliced
     kept, dropped = outcome(dest, merge_out)
