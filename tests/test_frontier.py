@@ -88,7 +88,7 @@ def kept_paths(es_uri: str) -> list[str]:
 
 
 @pytest.mark.xfail(reason="flaky, issue 19 open: in the 2026-11-25 CI run 4 of 39 pages (the victim's in-flight "
-                   "section pages) were lost once; it passed 5 of 5 runs on an idle machine. Under investigation",
+                   "section pages) were lost; on an idle machine it passed 4 of 5 runs. Under investigation",
                    strict=False)
 def test_crawlers_share_a_frontier_and_lose_nothing_when_one_is_killed(site_url, es_url, redis_url, tmp_path):
     project = userproject.write(tmp_path / "project")
