@@ -59,17 +59,12 @@ def main(argv=None) -> int:
                    help="datasketch LSH thresholds (default 0.1,0.2,...,0.9; --quick 0.3,0.5)")
     args = p.parse_args(argv)
     res = common.Results("bench_datasketch.py", 3, "against datasketch MinHashLSH", args)
-    missing = common.goldset_missing(args.goldset)
+    missing = common.goldset_missing(args.goldset) or common.datasketch_missing()
     if missing:
         res.skip_all(FIGURES, missing)
         res.finish(args.json)
         return 0
-    try:
-        from datasketch import MinHash, MinHashLSH
-    except ImportError:
-        res.skip_all(FIGURES, "datasketch is not installed: pip install -e '.[bench]' (make bench does)")
-        res.finish(args.json)
-        return 0
+    from datasketch import MinHash, MinHashLSH
     import trafilatura
 
     from dedup.deduplicator import Deduplicator, Verdict

@@ -68,6 +68,15 @@ def goldset_missing(folder: str | Path) -> str | None:
             "(pass --goldset DIR or set DEDUP_GOLDSET; the pages are never copied into the repository)")
 
 
+def datasketch_missing() -> str | None:
+    """None when datasketch (the peer the benchmarks compare against) imports, else the message to skip with."""
+    try:
+        import datasketch  # noqa: F401
+    except ImportError:
+        return "datasketch is not installed: pip install -e '.[bench]' (make bench does)"
+    return None
+
+
 def goldset_pages(folder: str | Path, seed: int, limit: int | None = None) -> list[tuple[str, str, bytes]]:
     """``(cluster, url, html bytes)`` in the online metric's order (``dedup evaluate --seed``)."""
     import random
