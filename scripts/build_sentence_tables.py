@@ -3,7 +3,7 @@
 
 Corpus: the 117,659 synsets of WordNet 3.0 as shipped by Debian's ``wordnet-base``
 (WordNet licence: free to use, copy and distribute). One synset is one unit
-(document): its lemmas followed by its gloss, refined by :func:`dedup.explain.sentences.refine`
+(document): its lemmas followed by its gloss, refined by :class:`dedup.explain.sentences.Refiner`
 (stop words out, Porter stems). Counted per unit, identical units once:
 
 * unit frequency of every word and of every character 4-gram (the least-frequent
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup.explain.sentences import SentenceTables, refine  # noqa: E402
+from dedup.explain.sentences import Refiner, SentenceTables  # noqa: E402
 
 _SENSE = re.compile(r"\([a-z]+\)$")  # adjective markers such as "(a)", "(p)"
 
@@ -54,6 +54,7 @@ def main(argv=None) -> int:
         print(f"no WordNet data under {args.wordnet}: apt-get install wordnet-base", file=sys.stderr)
         return 2
     docs = list(synsets(args.wordnet))
+    refine = Refiner()
     tables = SentenceTables.from_units(
         (refine(d) for d in docs), min_pair=args.min_pair, prune_pairs=args.min_pair, prune_c=args.prune_c,
         prune_grams=2,
