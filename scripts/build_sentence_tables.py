@@ -25,33 +25,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dedup.explain.sentences import Refiner, SentenceTables  # noqa: E402
+from wordnet_files import add_argument, missing, synset_lines  # noqa: E402
 
 _SENSE = re.compile(r"\([a-z]+\)$")  # adjective markers such as "(a)", "(p)"
 
 
 def synsets(folder: Path):
     """``lemmas ; gloss`` of every synset in WordNet's data.* files."""
-    for pos in ("noun", "verb", "adj", "adv"):
-        with (folder / f"data.{pos}").open(encoding="latin-1") as fh:
-            for line in fh:
-                if line.startswith("  ") or " | " not in line:
-                    continue  # licence header
-                head, gloss = line.split(" | ", 1)
-                fields = head.split()
-                count = int(fields[3], 16)
-                lemmas = [_SENSE.sub("", fields[4 + 2 * i]).replace("_", " ") for i in range(count)]
-                yield ", ".join(lemmas) + "; " + gloss.strip()
+    for head, gloss in synset_lines(folder):
+        fields = head.split()
+        count = int(fields[3], 16)
+        lemmas = [_SENSE.sub("", fields[4 + 2 * i]).replace("_", " ") for i in range(count)]
+        yield ", ".join(lemmas) + "; " + gloss.strip()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--wordnet", type=Path, default=Path("/usr/share/wordnet"))
+    add_argument(ap)
     ap.add_argument("-o", "--output", type=Path, default=Path("dedup/data/sentence_tables.npz"))
     ap.add_argument("--min-pair", type=int, default=2, help="co-occurrences below this give c = 0 (default 2)")
     ap.add_argument("--prune-c", type=float, default=0.01, help="pairs with a smaller c are not shipped (0.01)")
     args = ap.parse_args(argv)
-    if not (args.wordnet / "data.noun").is_file():
-        print(f"no WordNet data under {args.wordnet}: apt-get install wordnet-base", file=sys.stderr)
+    problem = missing(args.wordnet)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     docs = list(synsets(args.wordnet))
     refine = Refiner()
