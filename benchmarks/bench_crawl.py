@@ -58,7 +58,7 @@ FIGURES = [
     ("t4.html_bytes", "HTML bytes per page (for comparison)", "B"),
 ]
 #: the same figures with another backend (``--index-uri`` not ``local``): ``t4es.*``, no goal
-ES_FIGURES = [(fid.replace("t4.", "t4es.", 1), f"{name}, Elasticsearch", unit) for fid, name, unit in FIGURES]
+ES_FIGURES = common.figures_of(FIGURES, "t4.", "t4es.", "Elasticsearch")
 _STAT = re.compile(r"'([\w/.\-]+)': (\d+(?:\.\d+)?)")
 WORKERS = {"w0": 0, "w1": 1, "w2": 2}
 

@@ -39,7 +39,7 @@ FIGURES = [
 ]
 
 #: the same figures for the ``--vector-dtype i8`` configuration (run.py's ``memory_i8``)
-I8_FIGURES = [(fid.replace("t5.", "t5i8.", 1), f"{name}, i8 option", unit) for fid, name, unit in FIGURES]
+I8_FIGURES = common.figures_of(FIGURES, "t5.", "t5i8.", "i8 option")
 
 
 def default_cache(seed: int) -> Path:

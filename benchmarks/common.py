@@ -195,6 +195,13 @@ def trim_heap() -> None:
         pass
 
 
+def figures_of(figures: Sequence[tuple[str, str, str]], prefix: str, other: str,
+               label: str) -> list[tuple[str, str, str]]:
+    """``figures`` (id, name, unit) measured again in another configuration: ids under ``other`` instead
+    of ``prefix``, names ending in ``, label``."""
+    return [(fid.replace(prefix, other, 1), f"{name}, {label}", unit) for fid, name, unit in figures]
+
+
 def pct(values: Sequence[float] | np.ndarray, q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
 

@@ -25,7 +25,7 @@ import common  # noqa: E402
 from dedup.explain import explain  # noqa: E402
 from dedup.explain.hierarchy import MIN_SENTENCE_WORDS  # noqa: E402
 from dedup.page import parse_page  # noqa: E402
-from dedup.explain.sentences import default_tables  # noqa: E402
+from dedup.explain.sentences import Refiner, default_tables  # noqa: E402
 
 
 def main() -> int:
@@ -38,7 +38,7 @@ def main() -> int:
     if missing:
         print(missing)
         return 0
-    tables = default_tables()
+    tables, refiner = default_tables(), Refiner()  # made once for every pair
     rows = []
     start = time.perf_counter()
     for cluster in sorted(d for d in Path(args.goldset).iterdir() if d.is_dir()):
@@ -51,7 +51,7 @@ def main() -> int:
             if f == original:
                 continue
             a = parse_page(f.read_bytes(), f.as_uri())
-            e = explain(a, b, tables=tables, min_words=args.min_words)
+            e = explain(a, b, tables=tables, min_words=args.min_words, refiner=refiner)
             rows.append({"cluster": cluster.name, "page": f.name, "lines": len(a.sentences),
                          "sentences": len(e.sentences_a), "rs_ab": e.resemblance_ab, "rs_ba": e.resemblance_ba})
             if args.quick and len(rows) >= 60:

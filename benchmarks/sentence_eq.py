@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dedup.explain.fuzzy import Thresholds, eq, sim  # noqa: E402
-from dedup.explain.sentences import SentenceTables, default_tables, refine  # noqa: E402
+from dedup.explain.sentences import Refiner, SentenceTables, default_tables  # noqa: E402
 
 DEFAULT_PAIRS = ROOT / "tests" / "data" / "sentence_pairs.jsonl"
 
@@ -48,7 +48,7 @@ def load_pairs(path: str | Path = DEFAULT_PAIRS) -> list[dict[str, Any]]:
 def score_pairs(rows: list[dict[str, Any]], tables: SentenceTables | None = None) -> list[dict[str, Any]]:
     """Each pair with its refined words, Sims both ways and the 4-gram representations."""
     tables = tables or default_tables()
-    out = []
+    out, refine = [], Refiner()
     for r in rows:
         ra, rb = refine(r["a"]), refine(r["b"])
         s_ab, s_ba = sim(ra, rb, tables)

@@ -348,7 +348,7 @@ class DropLogWriter:
 
     def __init__(self, path: str | os.PathLike, index: str | None = None) -> None:
         self.path = Path(path)
-        self.index = index_identity(index) if index else None
+        self.index = index  # the URI as given: drop_line writes it as index_identity spells it
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("a", encoding="utf-8")
 

@@ -63,9 +63,8 @@ store can index instead (one keyword per table).
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from itertools import combinations
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -145,8 +144,9 @@ class _Layout:
         return (keys >> _U64(64 - shard_bits)).astype(np.int64)
 
 
-@lru_cache(maxsize=None)
 def _layout(k: int, blocks: int, f: int, shard_bits: int) -> _Layout:
+    """The checked layout of these parameters (~40 us to make): each PermutationTables and TableShard
+    keeps its own; query_shards borrows its shards' (or makes one for proxies of remote shards)."""
     if f != 64:
         raise ValueError(f"only f=64-bit fingerprints are supported (got f={f})")
     if k < 0:
@@ -290,6 +290,18 @@ def _best(ids: list[int], dists: list[int]) -> list[tuple[int, int]]:
     return sorted(nearest.items(), key=lambda p: (p[1], p[0]))
 
 
+def _query_chunks(layout: _Layout, fingerprints: np.ndarray,
+                  found: Callable[[np.ndarray, np.ndarray], list[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+                  ) -> list[list[tuple[int, int]]]:
+    """``query_many``'s loop (bounded temporaries): ``found(chunk, keys)`` gives the (query index,
+    doc id, distance) arrays of a chunk of fingerprints and their keys."""
+    fps, out = to_uint64(fingerprints), []
+    for i in range(0, len(fps), _QUERY_CHUNK):
+        chunk = fps[i:i + _QUERY_CHUNK]
+        out += _per_query(len(chunk), found(chunk, layout.permute(chunk)))
+    return out
+
+
 def _per_query(m: int, found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[list[tuple[int, int]]]:
     """Split (query index, doc id, distance) arrays into one ``_best`` list per query."""
     ids: list[list[int]] = [[] for _ in range(m)]
@@ -428,13 +440,10 @@ class TableShard:
 
     def query_many(self, fingerprints: np.ndarray) -> list[list[tuple[int, int]]]:
         """``query`` for each fingerprint, vectorised."""
-        fps, out = to_uint64(fingerprints), []
-        for i in range(0, len(fps), _QUERY_CHUNK):
-            chunk = fps[i:i + _QUERY_CHUNK]
-            keys = self._layout.permute(chunk)
-            routed = self._routed(keys) if self.shard_bits else None
-            out += _per_query(len(chunk), [self._lookup(chunk, keys, routed)])
-        return out
+        return _query_chunks(self._layout, fingerprints, self._found)
+
+    def _found(self, chunk: np.ndarray, keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        return [self._lookup(chunk, keys, self._routed(keys) if self.shard_bits else None)]
 
     # -- removing -----------------------------------------------------------------------
     def remove(self, fingerprint: int, doc_id: int) -> bool:
@@ -501,7 +510,8 @@ def query_shards(shards: Mapping[int, TableShard] | Sequence[TableShard],
     if len(params) != 1 or any(s.index != j for j, s in shards.items()):
         raise ValueError(f"shards disagree on (k, blocks, f, shard_bits) or index: {sorted(params)}")
     k, blocks, f, shard_bits = params.pop()
-    lay = _layout(k, blocks, f, shard_bits)
+    first = next(iter(shards.values()))  # a shard's own layout; a proxy to a remote shard has none
+    lay = first._layout if isinstance(first, TableShard) else _layout(k, blocks, f, shard_bits)
     fp = _check_fp(fingerprint)
     wanted = np.unique(lay.route(lay.permute(np.array([fp], dtype=_U64)), shard_bits))
     pairs = [p for j in wanted.tolist() if j in shards for p in shards[j].query(fp)]
@@ -578,18 +588,14 @@ class PermutationTables:
 
     def query_many(self, fingerprints: np.ndarray) -> list[list[tuple[int, int]]]:
         """``query`` for each fingerprint, vectorised over fingerprints and tables."""
-        fps, out = to_uint64(fingerprints), []
-        for i in range(0, len(fps), _QUERY_CHUNK):
-            chunk = fps[i:i + _QUERY_CHUNK]
-            keys = self._layout.permute(chunk)
-            if self.shard_bits == 0:
-                found = [self._shards[0]._lookup(chunk, keys, None)] if self._shards else []
-            else:
-                route = self._layout.route(keys, self.shard_bits)
-                found = [self._shards[j]._lookup(chunk, keys, route == j)
-                         for j in np.unique(route).tolist() if j in self._shards]
-            out += _per_query(len(chunk), found)
-        return out
+        return _query_chunks(self._layout, fingerprints, self._found)
+
+    def _found(self, chunk: np.ndarray, keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        if self.shard_bits == 0:
+            return [self._shards[0]._lookup(chunk, keys, None)] if self._shards else []
+        route = self._layout.route(keys, self.shard_bits)
+        return [self._shards[j]._lookup(chunk, keys, route == j)
+                for j in np.unique(route).tolist() if j in self._shards]
 
     def keys(self, fingerprint: int) -> list[str]:
         """One string per table, ``"t<table>:<key prefix in hex>"``.

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 from .extract import DEFAULT_EXTRACTOR
 from .features import Featurizer
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, text_page
+from .workers import this_process
 
 __all__ = ["Source", "page_from_source", "features_from_source", "prepare", "featurizer_for", "make_featurizer",
            "LazyFeaturizer", "page_fields", "field_value", "PAGE_FIELDS"]
@@ -147,11 +148,6 @@ def field_value(doc: Mapping[str, Any], name: str) -> Any:
 
 
 # -- features, where a worker process can compute them --------------------------------------------
-#: the featurizers of a worker process (see :func:`featurizer_for`); a process with an object to keep
-#: one on (LazyFeaturizer, a Deduplicator, a restore) keeps it there instead
-_worker_featurizers: dict[tuple, Featurizer] = {}
-
-
 def make_featurizer(config: Any) -> Featurizer:
     """A new :class:`~dedup.features.Featurizer` with ``config``'s settings (``weights``, ``shingle``,
     ``sketch``): it loads the normaliser's word tables and the reference text (~0.3 s, ~180 MB)."""
@@ -191,11 +187,8 @@ class LazyFeaturizer:
 def featurizer_for(config: Any) -> Featurizer:
     """The :class:`~dedup.features.Featurizer` of ``config``'s settings, made once per process: what
     :func:`features_from_source` uses, a module-level function a worker pool runs, which has no object to
-    keep it on (the worker process is that object). A cache of a pure computation, not dedup state: every
-    process that featurizes with the same settings agrees."""
+    keep it on: the worker process keeps it (:data:`dedup.workers.this_process`). A process with an object
+    to keep one on (LazyFeaturizer, a Deduplicator, a restore) keeps it there instead."""
     weights = config.weights
     key = (repr(sorted(weights.items())) if isinstance(weights, Mapping) else weights, config.shingle, config.sketch)
-    featurizer = _worker_featurizers.get(key)
-    if featurizer is None:
-        featurizer = _worker_featurizers[key] = make_featurizer(config)
-    return featurizer
+    return this_process.get(("featurizer", key), lambda: make_featurizer(config))

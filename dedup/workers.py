@@ -14,6 +14,10 @@ the functions need, talking over a socket pair with :mod:`multiprocessing.connec
 
 A worker that dies fails the futures it held with :class:`WorkerDied`; callers redo that work
 themselves (nothing is lost) and the pool carries on with the workers left.
+
+What a worker keeps between calls (its featurizer, loaded by the first page) is kept by the process's
+:class:`ProcessState`, :data:`this_process`: the module-level functions a worker runs have no other
+object to keep it on.
 """
 from __future__ import annotations
 
@@ -29,13 +33,39 @@ import threading
 import traceback
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, Hashable, TypeVar
 
-__all__ = ["WorkerPool", "WorkerError", "WorkerDied", "default_workers"]
+__all__ = ["WorkerPool", "WorkerError", "WorkerDied", "default_workers", "ProcessState", "this_process"]
 
 log = logging.getLogger(__name__)
 
 _BOOT = "import sys, json; sys.path[:0] = json.loads(sys.argv[2]); from dedup.workers import serve; serve(int(sys.argv[1]))"
+
+
+T = TypeVar("T")
+
+
+class ProcessState:
+    """What a process keeps between the calls it runs: objects made once, by the first call that needs
+    them, under a key naming what they were made from (a worker's Featurizer: ~180 MB of word tables,
+    ~0.3 s to load). Products of pure computations only, never dedup state: every process agrees."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        """The object kept under ``key``, made by ``make()`` the first time."""
+        if key not in self._kept:
+            self._kept[key] = make()
+        return self._kept[key]
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+#: this process's state: a worker's (see :func:`serve`), or that of any process running the workers'
+#: functions itself
+this_process = ProcessState()
 
 
 def default_workers() -> int:

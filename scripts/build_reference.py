@@ -17,27 +17,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dedup.mrc import ReferenceText  # noqa: E402
+from wordnet_files import add_argument, missing, synset_lines  # noqa: E402
 
 
 def glosses(folder: Path):
-    for pos in ("noun", "verb", "adj", "adv"):
-        path = folder / f"data.{pos}"
-        with path.open(encoding="latin-1") as fh:
-            for line in fh:
-                if line.startswith("  ") or " | " not in line:
-                    continue  # licence header
-                yield line.split(" | ", 1)[1].strip()
+    for _, gloss in synset_lines(folder):
+        yield gloss.strip()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--wordnet", type=Path, default=Path("/usr/share/wordnet"))
+    add_argument(ap)
     ap.add_argument("-o", "--output", type=Path, default=Path("dedup/data/reference.json"))
     ap.add_argument("--length", type=int, default=1000)
     ap.add_argument("--partitions", type=int, default=150)
     args = ap.parse_args(argv)
-    if not (args.wordnet / "data.noun").is_file():
-        print(f"no WordNet data under {args.wordnet}: apt-get install wordnet-base", file=sys.stderr)
+    problem = missing(args.wordnet)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     docs = list(glosses(args.wordnet))
     ref = ReferenceText.from_tfidf(

@@ -3,7 +3,7 @@
 
 Corpus: the 117,659 synsets of WordNet 3.0 as shipped by Debian's ``wordnet-base``
 (WordNet licence: free to use, copy and distribute). One synset is one unit
-(document): its lemmas followed by its gloss, refined by :func:`dedup.explain.sentences.refine`
+(document): its lemmas followed by its gloss, refined by :class:`dedup.explain.sentences.Refiner`
 (stop words out, Porter stems). Counted per unit, identical units once:
 
 * unit frequency of every word and of every character 4-gram (the least-frequent
@@ -24,36 +24,34 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dedup.explain.sentences import SentenceTables, refine  # noqa: E402
+from dedup.explain.sentences import Refiner, SentenceTables  # noqa: E402
+from wordnet_files import add_argument, missing, synset_lines  # noqa: E402
 
 _SENSE = re.compile(r"\([a-z]+\)$")  # adjective markers such as "(a)", "(p)"
 
 
 def synsets(folder: Path):
     """``lemmas ; gloss`` of every synset in WordNet's data.* files."""
-    for pos in ("noun", "verb", "adj", "adv"):
-        with (folder / f"data.{pos}").open(encoding="latin-1") as fh:
-            for line in fh:
-                if line.startswith("  ") or " | " not in line:
-                    continue  # licence header
-                head, gloss = line.split(" | ", 1)
-                fields = head.split()
-                count = int(fields[3], 16)
-                lemmas = [_SENSE.sub("", fields[4 + 2 * i]).replace("_", " ") for i in range(count)]
-                yield ", ".join(lemmas) + "; " + gloss.strip()
+    for head, gloss in synset_lines(folder):
+        fields = head.split()
+        count = int(fields[3], 16)
+        lemmas = [_SENSE.sub("", fields[4 + 2 * i]).replace("_", " ") for i in range(count)]
+        yield ", ".join(lemmas) + "; " + gloss.strip()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--wordnet", type=Path, default=Path("/usr/share/wordnet"))
+    add_argument(ap)
     ap.add_argument("-o", "--output", type=Path, default=Path("dedup/data/sentence_tables.npz"))
     ap.add_argument("--min-pair", type=int, default=2, help="co-occurrences below this give c = 0 (default 2)")
     ap.add_argument("--prune-c", type=float, default=0.01, help="pairs with a smaller c are not shipped (0.01)")
     args = ap.parse_args(argv)
-    if not (args.wordnet / "data.noun").is_file():
-        print(f"no WordNet data under {args.wordnet}: apt-get install wordnet-base", file=sys.stderr)
+    problem = missing(args.wordnet)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     docs = list(synsets(args.wordnet))
+    refine = Refiner()
     tables = SentenceTables.from_units(
         (refine(d) for d in docs), min_pair=args.min_pair, prune_pairs=args.min_pair, prune_c=args.prune_c,
         prune_grams=2,

@@ -512,7 +512,7 @@ def test_sentence_eq_precision_recall_floor():
 
 
 # -- real pages: two copies of one Gold Set story (evaluation-only data, not shipped) -------------------
-GOLDSET = Path(os.environ.get("DEDUP_GOLDSET") or ROOT.parents[1] / "shared" / "data" / "goldset-dev")
+GOLDSET = Path(os.environ.get("DEDUP_GOLDSET") or ROOT.parent / "shared" / "data" / "goldset-dev")
 
 
 @pytest.mark.goldset

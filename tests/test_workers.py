@@ -45,3 +45,16 @@ def test_errors_come_back_and_a_dead_worker_fails_only_its_calls():
     assert time.monotonic() - start < 5  # closing does not wait for a timeout
     with pytest.raises(ValueError, match=">= 1 worker"):
         WorkerPool(0)
+
+
+def test_a_process_keeps_what_it_made_once_per_key():
+    from dedup.sources import featurizer_for
+    from dedup.workers import ProcessState, this_process
+
+    state, made = ProcessState(), []
+    assert state.get("a", lambda: made.append("a") or 1) == state.get("a", lambda: made.append("again") or 2) == 1
+    assert state.get("b", lambda: made.append("b") or 3) == 3
+    assert made == ["a", "b"] and len(state) == 2
+    first = featurizer_for(DedupConfig())  # what features_from_source uses: the process keeps one per settings
+    kept = len(this_process)
+    assert featurizer_for(DedupConfig()) is first and len(this_process) == kept

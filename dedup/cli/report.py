@@ -464,7 +464,13 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
     dotplot_svg)``, by default those of :mod:`dedup.explain`; ``(None, None)`` leaves the
     sentence matching out."""
     if explainer is None:
-        from ..explain import dotplot_svg, explain
+        from ..explain import dotplot_svg, explain as explain_pair
+        from ..explain.sentences import Refiner, default_tables
+
+        tables, refiner = default_tables(), Refiner()  # made once for every pair of the report
+
+        def explain(a: Any, b: Any) -> Any:
+            return explain_pair(a, b, tables=tables, refiner=refiner)
     else:
         explain, dotplot_svg = explainer
     counts = data.counts

@@ -27,7 +27,7 @@ import numpy as np
 from ..page import Page
 from .fuzzy import Thresholds, eq, odds_ratio, resemblance, similarity_matrices
 from .hierarchy import MIN_SENTENCE_WORDS, build_hierarchy, match_hierarchies
-from .sentences import SentenceTables, default_tables, refine
+from .sentences import Refiner, SentenceTables, default_tables
 
 __all__ = ["Explanation", "explain", "METHOD"]
 
@@ -116,12 +116,14 @@ def _nearest(score: np.ndarray, ab: np.ndarray, ba: np.ndarray, axis: int) -> li
     return out
 
 
-def explain(a: Page, b: Page, *, tables: SentenceTables | None = None,
-            thresholds: Thresholds | None = None, min_words: int = MIN_SENTENCE_WORDS) -> Explanation:
+def explain(a: Page, b: Page, *, tables: SentenceTables | None = None, thresholds: Thresholds | None = None,
+            min_words: int = MIN_SENTENCE_WORDS, refiner: Refiner | None = None) -> Explanation:
     """Compare pages ``a`` and ``b`` sentence by sentence (see the module docstring).
 
-    ``tables`` default to the shipped WordNet tables; ``thresholds`` to permission 0.825 and
-    variation 0.15. The sentences are those of each page's semantic hierarchy
+    ``tables`` default to the shipped WordNet tables and ``refiner`` to a new
+    :class:`~dedup.explain.sentences.Refiner`, both made for this call: a caller explaining many pairs
+    makes them once and passes them. ``thresholds`` default to permission 0.825 and variation 0.15.
+    The sentences are those of each page's semantic hierarchy
     (:func:`dedup.explain.hierarchy.build_hierarchy`): the extracted main text (``Page.text``, from
     :func:`dedup.page.parse_page` or a title/text record) with hard-wrapped lines joined,
     split by :func:`dedup.text.split_sentences`, boilerplate-sized fragments ("(AP)",
@@ -130,7 +132,9 @@ def explain(a: Page, b: Page, *, tables: SentenceTables | None = None,
     """
     tables = tables if tables is not None else default_tables()
     thresholds = thresholds or Thresholds()
-    tree_a, tree_b = build_hierarchy(a, min_words=min_words), build_hierarchy(b, min_words=min_words)
+    refine = refiner or Refiner()
+    tree_a = build_hierarchy(a, min_words=min_words, refiner=refine)
+    tree_b = build_hierarchy(b, min_words=min_words, refiner=refine)
     refined_a = [refine(s) for s in tree_a.sentences]
     refined_b = [refine(s) for s in tree_b.sentences]
     ab, ba = similarity_matrices(refined_a, refined_b, tables)

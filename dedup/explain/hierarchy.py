@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..page import Page
-from .sentences import refine, stop_words
+from .sentences import Refiner
 from ..text import split_sentences
 
 __all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies", "unwrap", "MIN_SENTENCE_WORDS"]
@@ -136,7 +136,7 @@ def _inferred_heading(line: str, is_last: bool) -> bool:
             and not line.rstrip().endswith(_CLOSING))
 
 
-def _joins(line: str, following: str, long_wraps: bool) -> bool:
+def _joins(line: str, following: str, long_wraps: bool, stop_words: frozenset[str]) -> bool:
     """Whether ``following`` continues the sentence ``line`` leaves open (a hard wrap)."""
     end = line.rstrip(_TRAILING)
     if not end or end.endswith(_ENDS_SENTENCE):
@@ -149,43 +149,47 @@ def _joins(line: str, following: str, long_wraps: bool) -> bool:
     if end.endswith(_CONTINUES):
         return True
     words = end.split()
-    if len(words) >= 4 and words[-1].lower() in stop_words():  # a short "Title here" may be a heading
+    if len(words) >= 4 and words[-1].lower() in stop_words:  # a short "Title here" may be a heading
         return True
     return long_wraps and len(line) >= WRAPPED_LINE_CHARS
 
 
-def unwrap(lines: Sequence[str], keep: Iterable[str] = ()) -> list[str]:
+def unwrap(lines: Sequence[str], keep: Iterable[str] = (), stop_words: frozenset[str] | None = None) -> list[str]:
     """``lines`` (stripped, non-empty) with hard-wrapped runs joined by a space (module
     docstring); a line whose :func:`_key` is in ``keep`` (a heading) is never joined. When
     ``keep`` names headings, a line of :data:`WRAPPED_LINE_CHARS` or more that ends no
-    sentence is also joined (it is no heading, and few paragraphs end without punctuation)."""
+    sentence is also joined (it is no heading, and few paragraphs end without punctuation).
+    ``stop_words``: a line ending in one continues (default: :attr:`Refiner.stop_words`)."""
+    stop = Refiner().stop_words if stop_words is None else stop_words
     fixed = {_key(k) for k in keep}
     out: list[str] = []
     for line in lines:
-        if out and _key(out[-1]) not in fixed and _key(line) not in fixed and _joins(out[-1], line, bool(fixed)):
+        if out and _key(out[-1]) not in fixed and _key(line) not in fixed and _joins(out[-1], line, bool(fixed), stop):
             out[-1] = f"{out[-1]} {line}"
         else:
             out.append(line)
     return out
 
 
-def _sentence(text: str, min_words: int) -> bool:
+def _sentence(text: str, min_words: int, refine: Refiner) -> bool:
     """A sentence, not boilerplate: ``min_words`` refined words, or a clause of 5 words or more
     ("The village has no shop." has two refined words and is a sentence; "(Story continues below)"
     has two and is not)."""
     return min_words <= 0 or len(text.split()) >= 5 or len(refine(text)) >= min_words
 
 
-def build_hierarchy(page: Page, *, min_words: int = MIN_SENTENCE_WORDS) -> Hierarchy:
+def build_hierarchy(page: Page, *, min_words: int = MIN_SENTENCE_WORDS, refiner: Refiner | None = None) -> Hierarchy:
     """The semantic hierarchy of ``page`` (see the module docstring): hard-wrapped lines joined,
-    sentences with fewer than ``min_words`` refined words left out (0 keeps every one)."""
+    sentences with fewer than ``min_words`` refined words left out (0 keeps every one);
+    ``refiner``: the :class:`~dedup.explain.sentences.Refiner` to count them with (default: a new one)."""
+    refine = refiner or Refiner()
     root = Node(id=0, kind="document", label=page.title or page.url, level=0, parent=None)
     nodes = [root]
     sentences: list[str] = []
     lines = unwrap([ln.strip() for ln in (page.text or "").splitlines() if ln.strip()],
-                   (text for _, text in page.headings))
+                   (text for _, text in page.headings), refine.stop_words)
     if not lines:
-        kept = [x for x in page.sentences if _sentence(x, min_words)]
+        kept = [x for x in page.sentences if _sentence(x, min_words, refine)]
         if kept:  # a page given as sentences only: one block
             block = Node(id=1, kind="block", label=_label(kept[0]), level=1, parent=0,
                          sentences=list(range(len(kept))))
@@ -202,7 +206,7 @@ def build_hierarchy(page: Page, *, min_words: int = MIN_SENTENCE_WORDS) -> Hiera
             level = levels.get(_key(line))
         else:
             level = (1 if n == 0 else 2) if _inferred_heading(line, n == len(lines) - 1) else None
-        parts = [p for p in (split_sentences(line) or [line]) if _sentence(p, min_words)]
+        parts = [p for p in (split_sentences(line) or [line]) if _sentence(p, min_words, refine)]
         if not parts and level is None:
             continue  # boilerplate: no node
         if level is not None:
