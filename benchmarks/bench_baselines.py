@@ -1,4 +1,4 @@
-"""The accuracy table of docs/notes-calib.md: this project against datasketch and brute-force containment.
+"""The accuracy table of docs/accuracy.md: this project against datasketch and brute-force containment.
 
     python benchmarks/bench_baselines.py          # after benchmarks/calibrate.py (reads its cached rows)
 

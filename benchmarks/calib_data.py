@@ -74,13 +74,15 @@ def same_site(seed: int, pages: int = 600) -> Path:
 
 
 def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None = None,
-         verbose: bool = True) -> list[dict[str, Any]]:
-    """The cached rows of the stream of ``folders`` (computed when absent)."""
+         knn: int | None = None, verbose: bool = True) -> list[dict[str, Any]]:
+    """The cached rows of the stream of ``folders`` (computed when absent). ``extractor``, ``knn``:
+    DedupConfig's unless given (a knn other than the default keys the cache too)."""
     from dedup.deduplicator import DedupConfig
     from dedup.cli.evaluate import evaluate
 
-    config = DedupConfig(**({"extractor": extractor} if extractor else {}))
-    key = f"{name}-s{seed}-{config.extractor}-{source_key()}-{_pages_key(folders)}"
+    config = DedupConfig(**({"extractor": extractor} if extractor else {}), **({"knn": knn} if knn is not None else {}))
+    knn_key = "" if config.knn == DedupConfig().knn else f"-knn{config.knn}"
+    key = f"{name}-s{seed}-{config.extractor}{knn_key}-{source_key()}-{_pages_key(folders)}"
     path = CACHE / "rows" / f"{key}.json"
     if path.exists():
         return json.loads(path.read_text())

@@ -3,6 +3,7 @@
     python benchmarks/calibrate.py            # CV figures, false positives on the negatives
     python benchmarks/calibrate.py --write    # ... and ship the model fitted on all the data
     python benchmarks/calibrate.py --show     # ... and list the held-out false positives and misses
+    python benchmarks/calibrate.py --knn 40   # a what-if: more nearest signatures as candidates (not with --write)
 
 One command, re-runnable after any change to features or extraction: the pages are run through the
 deduplicator once per stream and cached (``calib_data.py``, under ``/tmp/dedup-calib``), so a rerun
@@ -57,9 +58,9 @@ DATA = Path(os.environ.get("DEDUP_DATA") or next(
 RELATED = (("Lindsay", "Lindsay2"), ("Crash", "Seconds"), ("Florida", "Planned"), ("Paparazzi", "Plea"))
 DECIDED = ("decision", "below_decision", "containment>=t1", "containment>=t2", "below_t2")
 VERSION = "logit-1"
-#: chosen by this script's CV (docs/notes-calib.md): the others (tdw_cosine, mrc, hamming, chunks,
-#: title, short) added no held-out recall at zero negatives flagged, and tdw_cosine took a negative
-#: weight (fitting the Gold Set's cross-cluster pairs), which would read wrong in an explanation
+#: chosen by this script's CV (docs/decision.md): adding tdw_cosine, mrc, hamming, title, short or raw
+#: containment gained at most 2 held-out pages at seed 7; the best of them (tdw_cosine + mrc) gained
+#: none at seeds 1 and 2 (2026-11-25), and tdw_cosine takes a negative weight, which reads wrong
 DEFAULT_FEATURES = ("containment_lb", "resemblance", "ratio", "listing")
 
 
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--negatives", default=str(DATA / "negatives-dev"))
     ap.add_argument("--seed", type=int, default=7, help="arrival-order seed (default 7, as dedup evaluate)")
     ap.add_argument("--extractor", default=None, help="main-text extractor (default: DedupConfig's)")
+    ap.add_argument("--knn", type=int, default=None, help="nearest signatures fetched as candidates (default: DedupConfig's)")
     ap.add_argument("--features", default=",".join(DEFAULT_FEATURES),
                     help=f"features of the model (default {','.join(DEFAULT_FEATURES)}; known: {', '.join(FEATURES)})")
     ap.add_argument("--l2", type=float, default=1.0, help="L2 penalty on standardised weights (default 1)")
@@ -220,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
     names = [n.strip() for n in args.features.split(",") if n.strip()]
-    kw = {"seed": args.seed, "extractor": args.extractor}
+    if args.write and args.knn is not None:
+        # the shipped model decides on the candidates of DedupConfig's knn: fitted on others' rows it would not match them
+        print("calibrate: --write fits for DedupConfig's knn; leave out --knn (a what-if)", file=sys.stderr)
+        return 2
+    kw = {"seed": args.seed, "extractor": args.extractor, "knn": args.knn}
     gold = calib_data.rows("gold", [gold_dir], **kw)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], **kw)
     site1 = calib_data.rows("site1", [calib_data.same_site(1)], **kw)

@@ -1,7 +1,7 @@
 """The calibrated decision (dedup/decision.py) and the extraction check (dedup/extractcheck.py), issue 16.
 
 The figures the decision was chosen by are measurements (benchmarks/calibrate.py,
-docs/notes-calib.md); what is asserted here is behaviour: the shipped model loads and is
+docs/accuracy.md, docs/decision.md); what is asserted here is behaviour: the shipped model loads and is
 well-formed, its features are the documented transforms, the verdict names the signals that
 decided it and carries the model's version, and a failed extract is caught and said so.
 """
