@@ -9,19 +9,27 @@ a request from it only when the request is done:
 
 * its callback's output is exhausted (the links it found are in the shared queue) and every
   item it yielded has left the item pipelines (``item_scraped``, ``item_dropped`` or
-  ``item_error``): the page is in the index or in the dropped log.  :class:`FrontierMiddleware`
-  (a spider middleware next to the engine) counts the items and says when the output ends;
+  ``item_error``), and what they stored is safe: a dropped page is in the dropped log, a kept
+  page in the index, and if :class:`~crawler.pipelines.IndexPipeline` still holds its document in
+  the search index's write buffer (Elasticsearch's bulk writes, 100 documents), the request is
+  released when that buffer is sent (``index_flushed``).  :class:`FrontierMiddleware` (a spider
+  middleware next to the engine) counts the items and says when the output ends;
 * or a redirect / retry of it is in the shared queue;
-* or the crawler is idle (nothing downloading, nothing in the scraper): what is left in its
-  list is done (a download error, a page with no item), and is removed.
+* or the crawler is idle (nothing downloading, nothing in the scraper): it sends its write
+  buffer (``flush_index``), and what is left in its list is done (a download error, a page with
+  no item), and is removed.
 
-Every crawler refreshes ``KEY:alive:ID`` (expires after 3 heartbeats, ``SCHEDULER_HEARTBEAT``
-seconds each, 5 by default) and is listed in ``KEY:crawlers``.  On every heartbeat, and whenever
-it runs out of requests, a crawler moves the processing list of any listed crawler whose alive
-key expired back into the shared queue (``LMOVE`` again: two crawlers reclaiming at once move
-each request once).  A crawler does not finish while another crawler's processing list holds
-requests (they may yield links, or come back by reclaim), so a crawl killed half-way is finished
-by the others, or, if none is left, by the next crawler started with the same ``REDIS_URL``.
+Every crawler holds a lease, ``KEY:alive:ID``, which expires after 3 heartbeats
+(``SCHEDULER_HEARTBEAT`` seconds each, 5 by default), renewed on every heartbeat and every pop,
+and is listed in ``KEY:crawlers`` by the same atomic step (a crawler unlisted while it was silent
+lists itself again).  On every heartbeat, and whenever it runs out of requests, a crawler moves
+the processing list of any listed crawler whose lease expired back into the shared queue and
+unlists it, in one atomic step (a Lua script: two crawlers reclaiming at once move each request
+once; a crawler renewing its lease meanwhile keeps its list).  A crawler does not finish while
+another crawler's processing list holds requests (they may yield links, or come back by reclaim
+when its lease expires), so a crawl killed half-way is finished by the others, or, if none is
+left, by the next crawler started with the same ``REDIS_URL``.  A crawler silent for longer than
+its lease without dying (a stalled process) has its requests crawled again by the others.
 
 A reclaimed request is crawled again from the start.  The middleware marks the items of the
 frontier's requests as replays (every URL passes the shared seen-requests set once, so a page
@@ -55,6 +63,7 @@ from scrapy.utils.misc import load_object
 from scrapy_redis.queue import Base
 from scrapy_redis.scheduler import Scheduler
 
+from .pipelines import flush_index, index_buffered, index_flushed
 from .spool import REPLAY_KEY
 
 __all__ = ["ReliableScheduler", "ListQueue", "FrontierMiddleware", "output_done", "item_yielded"]
@@ -67,6 +76,29 @@ item_yielded = object()
 output_done = object()
 
 TOKEN = "frontier_token"  # the request meta key naming the popped request in the processing list
+
+# Lua, so that each is one atomic step in Redis.  KEYS: alive, crawlers (, queue, processing); ARGV: id, lease (ms).
+# A beat renews the lease and (re)lists the crawler, whom a reclaimer may have unlisted while it was silent.
+_BEAT = """
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
+return redis.call('SADD', KEYS[2], ARGV[1])
+"""
+# A pop is a beat too: a request is never moved into the processing list of an unlisted crawler, or of one
+# whose lease is about to expire, so whatever a crawler holds is reclaimed when it dies.
+_POP = """
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+return redis.call('LMOVE', KEYS[3], KEYS[4], 'RIGHT', 'LEFT')
+"""
+# KEYS: alive, processing, queue, crawlers; ARGV: id.  -1: the lease is live; else the requests moved back
+# (pushed at the consuming end: crawled next), and the crawler is unlisted in the same step.
+_RECLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+local n = 0
+while redis.call('LMOVE', KEYS[2], KEYS[3], 'RIGHT', 'RIGHT') do n = n + 1 end
+redis.call('SREM', KEYS[4], ARGV[1])
+return n
+"""
 
 
 class ListQueue(Base):
@@ -102,6 +134,8 @@ class ReliableScheduler(Scheduler):
         self.inflight: dict[str, bytes] = {}  # token -> the raw request in our processing list
         self.items: dict[str, int] = {}  # token -> items yielded and not yet out of the pipelines
         self.ended: set[str] = set()  # tokens whose callback output is exhausted
+        self.stored: set[str] = set()  # tokens with an item that went to the search index
+        self.unsent: set[str] = set()  # done tokens released when the search index's write buffer is sent
         self._tokens = itertools.count(1)
         self._loop: Any = None
         self.crawler: Any = None
@@ -131,6 +165,7 @@ class ReliableScheduler(Scheduler):
             crawler.signals.connect(instance._item_left, signal=signal)
         crawler.signals.connect(instance._item_yielded, signal=item_yielded)
         crawler.signals.connect(instance._output_done, signal=output_done)
+        crawler.signals.connect(instance._index_flushed, signal=index_flushed)
         return instance
 
     # -- keys -------------------------------------------------------------------------------------
@@ -150,7 +185,10 @@ class ReliableScheduler(Scheduler):
         if len(self.queue):
             logger.info("Resuming crawl (%d requests scheduled)", len(self.queue))
         self.processing = self._key("processing", self.id)
-        self.server.sadd(self._key("crawlers"), self.id)
+        self._lease_ms = int(self.heartbeat * 3000)
+        self._beat_script = self.server.register_script(_BEAT)
+        self._pop_script = self.server.register_script(_POP)
+        self._reclaim_script = self.server.register_script(_RECLAIM)
         self._beat()
         self.reclaim()
         from scrapy.utils.asyncio import create_looping_call
@@ -175,7 +213,8 @@ class ReliableScheduler(Scheduler):
         return super().close(reason)
 
     def _beat(self) -> None:
-        self.server.set(self._key("alive", self.id), "1", px=int(self.heartbeat * 3000))
+        """Renew this crawler's lease (3 heartbeats) and list it in ``KEY:crawlers``."""
+        self._beat_script(keys=[self._key("alive", self.id), self._key("crawlers")], args=[self.id, self._lease_ms])
 
     def _tick(self) -> None:
         try:
@@ -200,7 +239,8 @@ class ReliableScheduler(Scheduler):
         return added
 
     def next_request(self) -> Request | None:
-        raw = self.server.lmove(self.queue.key, self.processing, "RIGHT", "LEFT")
+        raw = self._pop_script(keys=[self._key("alive", self.id), self._key("crawlers"), self.queue.key,
+                                     self.processing], args=[self.id, self._lease_ms])
         if raw is None:
             return None
         request = self.queue._decode_request(raw)
@@ -218,6 +258,8 @@ class ReliableScheduler(Scheduler):
         if len(self.queue):
             return True
         if self._idle():
+            # nothing downloading or scraping: send what the search index buffers, then what is left is done
+            self.crawler.signals.send_catch_log(flush_index)
             self._purge()
         # another crawler's requests in flight may yield links, or come back when it dies
         return any(self.server.llen(self._key("processing", cid)) for cid in self._others())
@@ -227,8 +269,26 @@ class ReliableScheduler(Scheduler):
         raw = self.inflight.pop(token, None)
         self.items.pop(token, None)
         self.ended.discard(token)
+        self.stored.discard(token)
+        self.unsent.discard(token)
         if raw is not None:
             self.server.lrem(self.processing, 1, raw)
+
+    def _done(self, token: str) -> None:
+        """The request's links are queued and its items out of the pipelines: released now, or, when an
+        item of it may still wait in the search index's write buffer, once that buffer is sent."""
+        if token in self.stored and self._buffered():
+            self.unsent.add(token)
+        else:
+            self._ack(token)
+
+    def _buffered(self) -> int:
+        got = self.crawler.signals.send_catch_log(index_buffered) if self.crawler is not None else []
+        return sum(n for _, n in got if isinstance(n, int))
+
+    def _index_flushed(self, **_: Any) -> None:
+        for token in list(self.unsent):
+            self._ack(token)
 
     def _token(self, response: Any) -> str | None:
         request = getattr(response, "request", None)
@@ -237,18 +297,20 @@ class ReliableScheduler(Scheduler):
     def _item_yielded(self, token: str) -> None:
         self.items[token] = self.items.get(token, 0) + 1
 
-    def _item_left(self, item: Any = None, response: Any = None, **_: Any) -> None:
+    def _item_left(self, item: Any = None, response: Any = None, signal: Any = None, **_: Any) -> None:
         token = self._token(response)
         if token is None or token not in self.items:
             return
+        if signal is signals.item_scraped:
+            self.stored.add(token)
         self.items[token] -= 1
         if self.items[token] <= 0 and token in self.ended:
-            self._ack(token)
+            self._done(token)
 
     def _output_done(self, token: str) -> None:
         self.ended.add(token)
         if self.items.get(token, 0) <= 0:
-            self._ack(token)
+            self._done(token)
 
     def _idle(self) -> bool:
         engine = getattr(self.crawler, "engine", None)
@@ -258,26 +320,36 @@ class ReliableScheduler(Scheduler):
         return not engine.downloader.active and slot is not None and slot.is_idle()
 
     def _purge(self) -> None:
-        """Nothing downloading, nothing being scraped: requests still listed as ours are done."""
-        if self.inflight:
-            logger.debug("Frontier: %d finished request(s) left in the processing list", len(self.inflight))
-        self.inflight.clear()
-        self.items.clear()
-        self.ended.clear()
-        self.server.delete(self.processing)
+        """Nothing downloading, nothing being scraped: requests still listed as ours are done, except
+        those whose documents the search index could not send yet (kept until it does)."""
+        done = [t for t in self.inflight if t not in self.unsent]
+        if done:
+            logger.debug("Frontier: %d finished request(s) left in the processing list", len(done))
+        if not self.unsent:
+            self.inflight.clear()
+            self.items.clear()
+            self.ended.clear()
+            self.stored.clear()
+            self.server.delete(self.processing)
+            return
+        for token in done:
+            self._ack(token)
 
     # -- reclaiming ---------------------------------------------------------------------------------
     def _others(self) -> list[str]:
-        return [c for c in self.server.smembers(self._key("crawlers")) if _text(c) != self.id]
+        """The ids of the other listed crawlers, as text (the client answers bytes: formatted into a key as
+        they are, ``b'…'``, they named no list, and a crawler never saw another's requests in flight)."""
+        return [cid for cid in map(_text, self.server.smembers(self._key("crawlers"))) if cid != self.id]
 
     def reclaim(self) -> int:
-        """Move the processing lists of dead crawlers back to the shared queue; how many requests."""
+        """Move the processing lists of dead crawlers (lease expired) back to the shared queue and unlist
+        them, each in one atomic step; how many requests."""
         moved = 0
-        for cid in map(_text, self._others()):
-            if self.server.exists(self._key("alive", cid)):
+        for cid in self._others():
+            n = int(self._reclaim_script(keys=[self._key("alive", cid), self._key("processing", cid), self.queue.key,
+                                               self._key("crawlers")], args=[cid]))
+            if n < 0:  # alive
                 continue
-            n = self._move_back(self._key("processing", cid))
-            self.server.srem(self._key("crawlers"), cid)
             if n:
                 logger.warning("Frontier: crawler %s stopped answering; %d request(s) it held returned to the "
                                "queue", cid, n)

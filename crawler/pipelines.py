@@ -43,9 +43,18 @@ from .config import is_enabled, settings_of
 from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
 
-__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source"]
+__all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source", "index_buffered", "flush_index",
+           "index_flushed"]
 
 logger = logging.getLogger(__name__)
+
+#: :class:`IndexPipeline`'s write buffer, for the shared frontier (:mod:`crawler.frontier`), which
+#: releases a request only once its page is safe: ``index_buffered`` asks each receiver how many kept
+#: documents it holds unsent (a killed process loses them), ``flush_index`` asks it to send them now,
+#: and ``index_flushed`` is sent when none is left unsent (stored, or spooled to disk)
+index_buffered = object()
+flush_index = object()
+index_flushed = object()
 
 
 def _es_errors(*names: str) -> tuple[type[BaseException], ...]:
@@ -320,14 +329,18 @@ class IndexPipeline(_PipelineBase):
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or "spool.jsonl")
         self.search: Any = None
+        self._unsent = False  # documents were left in the search index's write buffer
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "IndexPipeline":
         if not is_enabled(crawler.settings):
             raise NotConfigured("DEDUP_ENABLED is False")
         s = settings_of(crawler)
-        return cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                   spool=s.spool, html_field=s.html_field, config=s.config)
+        pipeline = cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
+                       spool=s.spool, html_field=s.html_field, config=s.config)
+        crawler.signals.connect(pipeline.buffered, signal=index_buffered)
+        crawler.signals.connect(pipeline.flush, signal=flush_index)
+        return pipeline
 
     def open_spider(self, spider: Spider | None = None) -> None:
         from index import open_search
@@ -345,6 +358,30 @@ class IndexPipeline(_PipelineBase):
             except Exception:
                 logger.exception("Closing search index %s", self.index_uri, extra=self._extra)
             self.search = None
+            self._sent()
+
+    # -- the write buffer (Elasticsearch's bulk writes; the local index commits every add) ----------------
+    def buffered(self, **_: Any) -> int:
+        """Kept documents added and not sent yet (a killed process loses them)."""
+        return int(getattr(self.search, "buffered", 0) or 0) if self.search is not None else 0
+
+    def flush(self, **_: Any) -> None:
+        """Send the buffered documents now (a failed write is spooled, as at close)."""
+        if self.buffered():
+            try:
+                self.search.flush()
+            except Exception as exc:
+                self._failed(exc)
+        self._sent()
+
+    def _sent(self) -> None:
+        """Say ``index_flushed`` when the documents left in the buffer have all gone out."""
+        if self.buffered():
+            self._unsent = True
+        elif self._unsent:
+            self._unsent = False
+            if self.crawler is not None:
+                self.crawler.signals.send_catch_log(index_flushed)
 
     def _failed(self, exc: BaseException) -> None:
         """Spool the documents a failed (bulk) write did not store; nothing is lost."""
@@ -378,5 +415,7 @@ class IndexPipeline(_PipelineBase):
             logger.exception("Search index %s failed to add %s", self.index_uri, doc["url"], extra=self._extra)
             self._inc("dedup/index/errors")
             return item
+        finally:
+            self._sent()
         self._inc("dedup/index/added")
         return item

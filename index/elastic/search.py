@@ -8,9 +8,11 @@ seconds), ``dedup`` (the verdict: ``status``, ``duplicate_of``, ``rule``, ``algo
 ``thresholds`` stored, not indexed), and any other field of the document, mapped dynamically.
 
 Writes are buffered and sent with the bulk API every ``bulk_size`` documents and on
-:meth:`~ElasticSearch.flush`/:meth:`~ElasticSearch.close`.  Per-item failures are not lost in
-the bulk answer: an item refused with 429/503 is resent with back-off within the retry budget,
-any other refusal raises :class:`BulkIndexError` naming each URL, its HTTP status and reason.
+:meth:`~ElasticSearch.flush`/:meth:`~ElasticSearch.close`; :attr:`~ElasticSearch.buffered` counts those
+waiting, which a killed process loses (the shared crawl frontier, ``crawler.frontier``, releases a
+request only once its document is sent).  Per-item failures are not lost in the bulk answer: an
+item refused with 429/503 is resent with back-off within the retry budget, any other refusal
+raises :class:`BulkIndexError` naming each URL, its HTTP status and reason.
 
 Queries: user text is never Elasticsearch syntax.  Words (``\\w+``) become ``multi_match``
 clauses over ``title^4`` and ``text``, a trailing ``*`` a (stemmed) prefix query, all words required;
@@ -191,6 +193,11 @@ class ElasticSearch:
         self._buffer[doc_id or url_id(str(doc["url"]))] = {**doc, "dedup": dedup}
         if len(self._buffer) >= self.bulk_size:
             self.flush()
+
+    @property
+    def buffered(self) -> int:
+        """Documents added and not sent yet: a crash (SIGKILL) of this process loses them."""
+        return len(self._buffer)
 
     def flush(self) -> None:
         """Send the buffered documents and refresh; raises :class:`BulkIndexError` for refused ones
