@@ -404,7 +404,7 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
     """After a resume the bar starts where the run starts: skipped documents make no rate or ETA."""
     import io
 
-    from dedup.cli.commands.reindex import bar_progress
+    from dedup.cli.commands import progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -412,7 +412,7 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
 
     err = Terminal()
     monkeypatch.setattr(sys, "stderr", err)
-    show = bar_progress("reindex")
+    show = progress("reindex", unit="doc")
     show(7000, 10000)
     show(7001, 10000)
     assert "7000/10000" in err.getvalue() and " 7000/10000 [00:00<?, ?doc/s]" in err.getvalue()

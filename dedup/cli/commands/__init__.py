@@ -54,9 +54,10 @@ def cut(text: str | None, n: int) -> str:
     return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
 
 
-def progress(label: str) -> Callable[[int, int], None] | None:
+def progress(label: str, unit: str = "page") -> Callable[[int, int], None] | None:
     """A ``show(done, total)`` callback drawing a progress bar on stderr, or None when
-    stderr is not a terminal (logs and CI stay clean)."""
+    stderr is not a terminal (logs and CI stay clean). The bar starts at the first count it is
+    given, so what a resumed run skips counts neither in its rate nor in its ETA."""
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm
@@ -65,10 +66,9 @@ def progress(label: str) -> Callable[[int, int], None] | None:
 
     def show(n: int, total: int) -> None:
         if "bar" not in bar:
-            bar["bar"] = tqdm(total=total, desc=label, unit="page", file=sys.stderr, dynamic_ncols=True)
+            bar["bar"] = tqdm(total=total, initial=n, desc=label, unit=unit, file=sys.stderr, dynamic_ncols=True)
         b = bar["bar"]
-        if total != b.total:
-            b.total = total
+        b.total = max(total, n)
         b.update(n - b.n)
         if n >= total:
             b.close()

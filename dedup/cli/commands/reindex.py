@@ -7,28 +7,9 @@ import sys
 import time
 from typing import Callable
 
+from . import progress
+
 __all__ = ["register"]
-
-
-def bar_progress(label: str) -> Callable[[int, int], None] | None:
-    """A tqdm bar on a terminal (None otherwise) that starts at the first count it is given, so the
-    documents a resumed run skips count neither in its rate nor in its ETA."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    bar: dict[str, tqdm] = {}
-
-    def show(n: int, total: int) -> None:
-        if "bar" not in bar:
-            bar["bar"] = tqdm(total=total, initial=n, desc=label, unit="doc", file=sys.stderr, dynamic_ncols=True)
-        b = bar["bar"]
-        b.total = max(total, n)
-        b.update(n - b.n)
-        if n >= total:
-            b.close()
-
-    return show
 
 
 def log_progress(label: str, every: float) -> Callable[[int, int], None]:
@@ -63,7 +44,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         es_options = json.loads(args.es_options) if args.es_options else {}
     except ValueError as exc:
         raise ValueError(f"--es-options is not a JSON object: {exc}") from None
-    show = bar_progress("reindex") or log_progress("reindex", args.progress_every)
+    show = progress("reindex", unit="doc") or log_progress("reindex", args.progress_every)
     job = Reindex(args.source, args.dest, url_field=args.url_field, text_field=args.text_field or None,
                   html_field=args.html_field, title_field=args.title_field or None, time_field=args.time_field,
                   keep=args.keep, config=DedupConfig(**overrides), dropped_log=args.dropped_log,
