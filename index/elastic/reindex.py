@@ -62,7 +62,7 @@ from dedup.workers import WorkerError, WorkerPool
 
 from .connect import IndexUnavailable, Retrying, connect, describe
 from .reindex_state import WorkState
-from .search import DEDUP_MAPPING, field_value
+from .search import DEDUP_MAPPING, field_value, pit_pages
 
 __all__ = ["Reindex", "ReindexReport", "keep_sort", "mapping_fields", "KEEP_RULES", "MARKER"]
 
@@ -587,8 +587,6 @@ class Reindex:
     def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
         """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
         ``dedup.slice``; restored documents, which carry none, count for every slice)."""
-        from .slicing import pit_pages
-
         if not es.call("check an index", es.client.indices.exists, index=index):
             return set()
         ids: set[str] = set()
