@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from index import DEFAULT_INDEX, default_dropped_log
 
-__all__ = ["DEFAULT_INDEX", "cut", "dropped_log", "index_uri", "progress", "rounded"]
+__all__ = ["DEFAULT_INDEX", "config_of", "config_options", "cut", "dropped_log", "index_uri", "progress",
+           "rounded"]
 
 
 
@@ -34,6 +35,22 @@ def dropped_log(args: argparse.Namespace) -> tuple[str, bool]:
     if os.environ.get("DEDUP_DROPPED_LOG"):
         return os.environ["DEDUP_DROPPED_LOG"], True
     return default_dropped_log(index_uri(args)), False
+
+
+def config_options(parser: argparse.ArgumentParser, per: str = "page") -> None:
+    """``--t1``, ``--t2`` and ``--knn``: the decision's knobs a command can be given (read by :func:`config_of`)."""
+    parser.add_argument("--t1", type=float, help="duplicate threshold (containment)")
+    parser.add_argument("--t2", type=float, help="near-duplicate threshold (containment)")
+    parser.add_argument("--knn", type=int, help=f"nearest signatures fetched per {per}")
+
+
+def config_of(args: argparse.Namespace, *more: str) -> Any:
+    """The :class:`~dedup.deduplicator.DedupConfig` of the knobs given on the command line (those of
+    :func:`config_options` and the options named ``more``), its defaults for the others."""
+    from ...deduplicator import DedupConfig
+
+    given = {k: getattr(args, k) for k in ("t1", "t2", "knn", *more) if getattr(args, k) is not None}
+    return DedupConfig(**given)
 
 
 def rounded(value: Any, digits: int = 4) -> Any:
