@@ -165,22 +165,27 @@ def _is_none(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
 
 
+def _numeric(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """``convert(value)`` of a number or of a string (stripped), None when it fails or for any other
+    value (a bool too: True is no number of anything)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return convert(value.strip() if isinstance(value, str) else value)
+    except ValueError:
+        return None
+
+
+def _whole(value: int | float | str) -> int:
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(value)
+    return int(value)
+
+
 def _int(name: str, value: Any, *, minimum: int | None = None, accepted: str | None = None) -> int:
     """An integer; ``minimum``: a floor of the setting itself (the algorithm's ranges are
     :class:`DedupConfig`'s to check); ``accepted``: what the error says is accepted."""
-    if isinstance(value, bool):
-        parsed = None
-    elif isinstance(value, int):
-        parsed = value
-    elif isinstance(value, float) and value.is_integer():
-        parsed = int(value)
-    elif isinstance(value, str):
-        try:
-            parsed = int(value.strip())
-        except ValueError:
-            parsed = None
-    else:
-        parsed = None
+    parsed = _numeric(value, _whole)
     if parsed is None or (minimum is not None and parsed < minimum):
         raise ValueError(f"{name} must be {accepted or f'an integer >= {minimum}'}, got {value!r}")
     return parsed
@@ -188,18 +193,7 @@ def _int(name: str, value: Any, *, minimum: int | None = None, accepted: str | N
 
 def _number(name: str, value: Any, *, accepted: str) -> float:
     """A number (its range is :class:`DedupConfig`'s to check)."""
-    parsed: float | None
-    if isinstance(value, bool):
-        parsed = None
-    elif isinstance(value, (int, float)):
-        parsed = float(value)
-    elif isinstance(value, str):
-        try:
-            parsed = float(value.strip())
-        except ValueError:
-            parsed = None
-    else:
-        parsed = None
+    parsed = _numeric(value, float)
     if parsed is None or math.isnan(parsed):
         raise ValueError(f"{name} must be {accepted}, got {value!r}")
     return parsed

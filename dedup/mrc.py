@@ -26,6 +26,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .workers import this_process
+
 __all__ = [
     "ReferenceText",
     "Signature",
@@ -221,21 +223,19 @@ def tfidf_grams(documents: Iterable[str], top: int) -> list[str]:
     return [grams[i] for i in order]
 
 
-_default: tuple[str, ReferenceText] | None = None
-
-
 def default_reference() -> ReferenceText:
     """The reference text every :class:`~dedup.features.Featurizer` uses unless given one.
 
     The file named by ``$DEDUP_REFERENCE`` (e.g. one written by ``dedup train-reference``)
     when that is set, else the one shipped in ``dedup/data/reference.json``; loaded once
-    per path.
+    per path and process (kept by :data:`dedup.workers.this_process`).
     """
-    global _default
     chosen = os.environ.get(REFERENCE_ENV)
     path = chosen or str(DEFAULT_REFERENCE_PATH)
-    if _default is None or _default[0] != path:
+
+    def load() -> ReferenceText:
         if not Path(path).is_file():
             raise FileNotFoundError(f"no reference text at {path}" + (f" (from ${REFERENCE_ENV})" if chosen else ""))
-        _default = (path, ReferenceText.load(path))
-    return _default[1]
+        return ReferenceText.load(path)
+
+    return this_process.get(("reference text", path), load)

@@ -27,7 +27,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["tokenize", "split_sentences", "Normalizer", "nltk_data_paths"]
+from .workers import this_process
+
+__all__ = ["tokenize", "split_sentences", "SentenceSplitter", "Normalizer", "nltk_data_paths"]
 
 logger = logging.getLogger(__name__)
 
@@ -80,34 +82,40 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
-_punkt = None
-
-
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (punkt for English when available, else a regex), one per line kept apart."""
-    global _punkt
-    if _punkt is None:
+    """Sentences of ``text`` (punkt for English when available, else a regex), one per line kept apart,
+    by this process's :class:`SentenceSplitter` (kept by :data:`dedup.workers.this_process`)."""
+    return this_process.get("sentence splitter", SentenceSplitter).split(text)
+
+
+class SentenceSplitter:
+    """punkt (NLTK's ``punkt_tab``, else :func:`_packaged_punkt`, else a regex), loaded once, and its
+    cache of lines already split."""
+
+    def __init__(self) -> None:
         try:
             nltk = _nltk()
             nltk.sent_tokenize("Warm up. Please.")
-            _punkt = nltk.sent_tokenize
+            self._punkt = nltk.sent_tokenize
         except LookupError:
-            _punkt = _packaged_punkt()
-    out: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            out.extend(_line_sentences(line))
-    return out
+            self._punkt = _packaged_punkt()
+        # cached because copies repeat paragraphs and punkt is the largest cost of a page after
+        # trafilatura: on goldset-dev in arrival order, 70% of the lines repeat an earlier line, and
+        # this cache of 4096 lines answers 66% of them
+        self._line_sentences = lru_cache(maxsize=4096)(self._split_line)
 
+    def split(self, text: str) -> list[str]:
+        out: list[str] = []
+        for line in text.splitlines():
+            line = line.strip()
+            if line:
+                out.extend(self._line_sentences(line))
+        return out
 
-@lru_cache(maxsize=4096)
-def _line_sentences(line: str) -> tuple[str, ...]:
-    """The sentences of one stripped line. Cached because copies repeat paragraphs and punkt is
-    the largest cost of a page after trafilatura: on goldset-dev in arrival order, 70% of the lines
-    repeat an earlier line, and this cache of 4096 lines answers 66% of them."""
-    parts = _punkt(line) if _punkt else _SENTENCE_END.split(line)
-    return tuple(p.strip() for p in parts if p.strip())
+    def _split_line(self, line: str) -> tuple[str, ...]:
+        """The sentences of one stripped line."""
+        parts = self._punkt(line) if self._punkt else _SENTENCE_END.split(line)
+        return tuple(p.strip() for p in parts if p.strip())
 
 
 def _packaged_punkt():
@@ -142,18 +150,15 @@ once here there when where why how all any both each few more most other some su
 so than too very""".split()
 
 
-_wordnet_reader = None
-
-
 def _load_wordnet():
-    """WordNet, read once per process (read-only lexical data, shared by every Normalizer).
+    """WordNet, read once per process and kept by :data:`~dedup.workers.this_process` (read-only
+    lexical data, shared by every Normalizer).
 
     nltk 3.10's reader maps the loaded WordNet onto "wordnet" at start-up, which
     re-reads index.sense (600k lines) for a mapping only multilingual WordNet
     uses; skipping it cuts the load from ~5 s to ~1 s.
     """
-    global _wordnet_reader
-    if _wordnet_reader is None:
+    def read():
         nltk = _nltk()
         from nltk.corpus.reader.wordnet import ADJ, ADJ_SAT, POS_LIST, WordNetCorpusReader, WordNetError
 
@@ -253,11 +258,12 @@ def _load_wordnet():
             gc_was_on = gc.isenabled()
             gc.disable()
             try:
-                _wordnet_reader = _WordNet(nltk.data.find("corpora/wordnet"), None)
+                return _WordNet(nltk.data.find("corpora/wordnet"), None)
             finally:
                 if gc_was_on:
                     gc.enable()
-    return _wordnet_reader
+
+    return this_process.get("wordnet", read)
 
 
 class PackagedWordNet:
@@ -294,16 +300,14 @@ class PackagedWordNet:
         return []
 
 
-_packaged_wordnet = None
-
-
 def _load_packaged_wordnet() -> PackagedWordNet:
-    global _packaged_wordnet
-    if _packaged_wordnet is None:
+    """:data:`WORDMAP`'s tables, read once per process and kept by :data:`~dedup.workers.this_process`."""
+    def read() -> PackagedWordNet:
         if not WORDMAP.is_file():
             raise LookupError(f"{WORDMAP} is missing")
-        _packaged_wordnet = PackagedWordNet(WORDMAP)
-    return _packaged_wordnet
+        return PackagedWordNet(WORDMAP)
+
+    return this_process.get("packaged wordnet", read)
 
 
 def _plain_path(reader, suffix: str, kind: str) -> str | None:

@@ -48,7 +48,9 @@ T = TypeVar("T")
 class ProcessState:
     """What a process keeps between the calls it runs: objects made once, by the first call that needs
     them, under a key naming what they were made from (a worker's Featurizer: ~180 MB of word tables,
-    ~0.3 s to load). Products of pure computations only, never dedup state: every process agrees."""
+    ~0.3 s to load; the language data every Normalizer shares, dedup.text; the reference text of each
+    path, dedup.mrc). Products of pure computations and read-only files only, never dedup state: every
+    process agrees."""
 
     def __init__(self) -> None:
         self._kept: dict[Hashable, Any] = {}

@@ -52,3 +52,20 @@ def test_cli_evaluate_json_on_a_tiny_folder(tmp_path, capsys):
 def test_cli_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "nope")]) == 2
     assert "no such evaluation folder" in capsys.readouterr().err
+
+
+def test_commands_read_the_decision_knobs_they_are_given():
+    """``--t1``/``--t2``/``--knn`` (and evaluate's --weights, --extractor) become the run's DedupConfig;
+    what is not given keeps DedupConfig's default, and a bad value is refused by DedupConfig."""
+    from dedup.cli import build_parser
+    from dedup.cli.commands import config_of
+    from dedup.deduplicator import ConfigError, DedupConfig
+
+    parser = build_parser()
+    ev = parser.parse_args(["evaluate", "folder", "--t2", "0.3", "--knn", "5", "--weights", "wwt"])
+    got, default = config_of(ev, "weights", "extractor"), DedupConfig()
+    assert (got.t1, got.t2, got.knn, got.weights, got.extractor) == (default.t1, 0.3, 5, "wwt", default.extractor)
+    re = parser.parse_args(["reindex", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "--t1", "0.9"])
+    assert (config_of(re).t1, config_of(re).t2) == (0.9, default.t2)
+    with pytest.raises(ConfigError):
+        config_of(parser.parse_args(["reindex", "http://127.0.0.1:9/a", "http://127.0.0.1:9/b", "--t2", "1.5"]))

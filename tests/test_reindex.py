@@ -404,7 +404,7 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
     """After a resume the bar starts where the run starts: skipped documents make no rate or ETA."""
     import io
 
-    from dedup.cli.commands.reindex import bar_progress
+    from dedup.cli.commands import progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -412,7 +412,36 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
 
     err = Terminal()
     monkeypatch.setattr(sys, "stderr", err)
-    show = bar_progress("reindex")
+    show = progress("reindex", unit="doc")
     show(7000, 10000)
     show(7001, 10000)
     assert "7000/10000" in err.getvalue() and " 7000/10000 [00:00<?, ?doc/s]" in err.getvalue()
+
+
+def test_worker_processes_give_what_this_process_gives(tmp_path):
+    """--workers N runs the crawl's worker path (dedup.workers.WorkerPool and
+    dedup.sources.features_from_source), read page by read page: the same pages and features as one
+    process, in read order, and a document a worker fails on reported with the same error."""
+    from dedup.deduplicator import DedupConfig, Deduplicator
+    from dedup.store import MemoryIndex
+    from index.elastic.reindex import Reindex
+
+    story = ("<html><head><title>Ferry {0}</title></head><body><article><p>The evening ferry number {0} will "
+             "stop running in November, the operator said. Commuters asked for a later bus.</p></article></body></html>")
+    hits = [({"_id": str(i), "_source": {"url": f"http://a.example/{i}", "html": story.format(i)}}, [i])
+            for i in range(7)]
+    hits.insert(3, ({"_id": "bad", "_source": {"url": "http://a.example/bad", "html": 12345}}, ["bad"]))
+
+    def featured(workers: int) -> list:
+        job = Reindex("http://127.0.0.1:9/src", "http://127.0.0.1:9/dest", html_field="html", text_field=None,
+                      dropped_log=tmp_path / "dropped.jsonl", workers=workers, read_size=3)
+        out = []
+        for hit, sort, page, features in job._featured(iter(hits), Deduplicator(MemoryIndex(), DedupConfig())):
+            out.append((hit["_id"], sort, page, features if isinstance(features, str) else
+                        (features.content_hash, features.simhash, features.shingles.tolist(),
+                         features.signature.vector.tolist())))
+        return out
+
+    one, two = featured(1), featured(2)
+    assert [r[0] for r in two] == [h["_id"] for h, _ in hits] and two == one
+    assert two[3][2] is None and two[3][3] == "TypeError: HTML of http://a.example/bad must be bytes or str, got int"

@@ -110,3 +110,20 @@ def test_porter_stemmer_equals_nltk_original_on_wordnet_lemmas():
     assert len(words) > 70_000
     assert [w for w in words if ours.stem(w) != nltk_stem.stem(w)] == []
     assert ours.stem("café") == nltk_stem.stem("café")
+
+
+def test_language_data_is_loaded_once_per_process_and_kept_by_it():
+    """punkt, WordNet and the reference text are kept by the process's ProcessState, not module globals:
+    every Normalizer and every split shares them; a SentenceSplitter keeps its own line cache."""
+    from dedup.mrc import default_reference
+    from dedup.workers import this_process
+
+    split_sentences("Warm up. Please.")
+    first, ref = Normalizer(), default_reference()
+    kept = len(this_process)
+    assert Normalizer().wordnet is first.wordnet and default_reference() is ref
+    assert split_sentences("One here. Two there.") == ["One here.", "Two there."]
+    assert len(this_process) == kept
+    mine = text_mod.SentenceSplitter()
+    assert mine.split("Dr. Smith arrived. He left.\nA new line") == split_sentences("Dr. Smith arrived. He left.\nA new line")
+    assert mine._line_sentences.cache_info().currsize == 2  # its own cache, not the process splitter's

@@ -55,14 +55,14 @@ from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
 from dedup.droplog import append_events, drop_line, iso_now
-from dedup.features import Featurizer
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
-from dedup.sources import Source, page_from_source
+from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
+from dedup.workers import WorkerError, WorkerPool
 
 from .connect import IndexUnavailable, Retrying, connect, describe
 from .reindex_state import WorkState
-from .search import DEDUP_MAPPING, field_value
+from .search import DEDUP_MAPPING, field_value, pit_pages
 
 __all__ = ["Reindex", "ReindexReport", "keep_sort", "mapping_fields", "KEEP_RULES", "MARKER"]
 
@@ -116,29 +116,15 @@ class PageMaker:
     title_field: str | None
     config: DedupConfig
 
-    def __call__(self, hit: dict[str, Any]) -> Page:
+    def source(self, hit: dict[str, Any]) -> Source:
+        """The :class:`~dedup.sources.Source` of a source document (what a worker process is sent)."""
         source = hit["_source"]
         url = str(field_value(source, self.url_field) or hit["_id"])
-        return page_from_source(Source.from_document(source, url, html_field=self.html_field,
-                                                     text_field=self.text_field, title_field=self.title_field),
-                                self.config)
+        return Source.from_document(source, url, html_field=self.html_field, text_field=self.text_field,
+                                    title_field=self.title_field)
 
-
-_worker: dict[str, Any] = {}  # the featurizer of a worker process, made once by _init_worker
-
-
-def _init_worker(config: DedupConfig) -> None:
-    _worker["featurizer"] = Featurizer(weights=config.weights, shingle=config.shingle, sketch=config.sketch)
-
-
-def _featurize(task: tuple[PageMaker, dict[str, Any]]) -> tuple[Page | None, Any]:
-    """``(page, features)`` of one document in a worker, or ``(None, error text)``."""
-    make, hit = task
-    try:
-        page = make(hit)
-        return page, _worker["featurizer"](page)
-    except Exception as exc:  # a bad document is reported by the deciding process
-        return None, f"{type(exc).__name__}: {exc}"
+    def __call__(self, hit: dict[str, Any]) -> Page:
+        return page_from_source(self.source(hit), self.config)
 
 
 @dataclass
@@ -348,7 +334,9 @@ class Reindex:
     def _loop(self, src: Retrying, src_name: str, local: Any, state: WorkState, sink: "_Sink | None",
               report: ReindexReport, total: int) -> None:
         capture = _Capture(local)
-        decider = Deduplicator(capture, self.config)
+        # with worker processes, this one featurizes only a document a worker failed on (as a crawl's)
+        decider = Deduplicator(capture, self.config,
+                               featurizer=LazyFeaturizer(self.config) if self.workers > 1 else None)
         done = report.resumed_from
         if self.progress:
             self.progress(done, total)
@@ -378,37 +366,46 @@ class Reindex:
     def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
                   ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
         """``(hit, sort, page, features or error text)`` in read order: computed here with one
-        worker, else by a process pool one read page ahead of the decisions (which stay here)."""
+        worker, else by worker processes (:class:`dedup.workers.WorkerPool` running
+        :func:`dedup.sources.features_from_source`, as a crawl's do) one read page ahead of the
+        decisions (which stay here).  A document a worker failed on is done again here, which
+        reports its error as the one-worker run does."""
         make = self._page_maker()
+
+        def here(hit: dict[str, Any]) -> tuple[Page | None, Any]:
+            try:
+                page = make(hit)
+                return page, decider.featurizer(page)
+            except Exception as exc:  # a bad document is reported and kept, never the end of the job
+                return None, f"{type(exc).__name__}: {exc}"
+
         if self.workers == 1:
             for hit, sort in hits:
-                try:
-                    page = make(hit)
-                    yield hit, sort, page, decider.featurizer(page)
-                except Exception as exc:  # a bad document is reported and kept, never the end of the job
-                    yield hit, sort, None, f"{type(exc).__name__}: {exc}"
+                yield hit, sort, *here(hit)
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
         from itertools import islice
 
-        chunk = self.read_size
-        with ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"),
-                                 initializer=_init_worker, initargs=(self.config,)) as pool:
-            def submit(batch):
-                return batch, pool.map(_featurize, [(make, h) for h, _ in batch], chunksize=8)
+        with WorkerPool(self.workers) as pool:
+            pool.broadcast(prepare, self.config)  # the workers load while the first page is read
 
-            ahead = None
+            def ask(hit: dict[str, Any]) -> Any:
+                try:
+                    return pool.submit(features_from_source, make.source(hit), self.config)
+                except Exception:  # every worker has exited, or a hit that is no document: done here
+                    return None
+
+            ahead: list[tuple[dict[str, Any], list[Any], Any]] = []
             while True:
-                batch = list(islice(hits, chunk))
-                current = submit(batch) if batch else None
-                if ahead is not None:
-                    done_batch, results = ahead
-                    for (hit, sort), (page, features) in zip(done_batch, results):
-                        yield hit, sort, page, features
-                if current is None:
+                batch = [(hit, sort, ask(hit)) for hit, sort in islice(hits, self.read_size)]
+                for hit, sort, future in ahead:
+                    try:
+                        page, features = here(hit) if future is None else future.result()
+                    except WorkerError:  # a bad document (reported as with one worker) or a worker that died
+                        page, features = here(hit)
+                    yield hit, sort, page, features
+                if not batch:
                     return
-                ahead = current
+                ahead = batch
 
     def _read(self, src: Retrying, index: str, after: list[Any] | None) -> Iterator[tuple[dict[str, Any], list[Any]]]:
         """``(hit, sort values)`` in keep-rule order after ``after``, through a point in time that is
@@ -590,8 +587,6 @@ class Reindex:
     def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
         """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
         ``dedup.slice``; restored documents, which carry none, count for every slice)."""
-        from .slicing import pit_pages
-
         if not es.call("check an index", es.client.indices.exists, index=index):
             return set()
         ids: set[str] = set()

@@ -57,7 +57,8 @@ from dedup.tdw import TermVector
 
 from .connect import Retrying
 from .reindex import Reindex, ReindexReport, _Sink
-from .slicing import SLICE_FIELD, Registry, pit_pages, slices_name
+from .search import pit_pages
+from .slicing import SLICE_FIELD, Registry, slices_name
 
 __all__ = ["SLICE_FIELD", "Registry", "merge", "pit_pages", "record_features", "slices_name"]
 

@@ -37,7 +37,7 @@ import xxhash
 from ..base import verdict_of
 from .connect import RETRY_STATUSES, IndexUnavailable, Retrying, check_index_name, create_index
 
-__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "url_id", "scan", "field_value"]
+__all__ = ["ElasticSearch", "BulkIndexError", "SEARCH_MAPPING", "url_id", "pit_pages", "scan", "field_value"]
 
 log = logging.getLogger(__name__)
 
@@ -95,34 +95,45 @@ def url_id(url: str) -> str:
     return url if len(url.encode("utf-8")) <= 512 else "u:" + xxhash.xxh3_128_hexdigest(url.encode("utf-8"))
 
 
-def scan(es: Retrying, index: str, *, query: dict[str, Any] | None = None, sort: list[Any] | None = None,
-         size: int = 500, search_after: list[Any] | None = None, keep_alive: str = "5m",
-         source: Any = True) -> Iterator[tuple[dict[str, Any], list[Any]]]:
-    """``(hit, sort values)`` of every document of ``index`` in ``sort`` order, read through a
-    point in time with ``search_after`` (starting after ``search_after`` when given)."""
+def pit_pages(es: Retrying, index: str, what: str = "read documents", *, size: int = 1000,
+              sort: list[Any] | None = None, search_after: list[Any] | None = None, keep_alive: str = "5m",
+              **body: Any) -> Iterator[list[dict[str, Any]]]:
+    """Pages of hits of ``index`` in ``sort`` order (by default ``_shard_doc``, the cheapest complete
+    order), read through a point in time with ``search_after`` (starting after ``search_after`` when
+    given), the point in time closed at the end; ``body``: the rest of the search (``query``,
+    ``_source``)."""
     c = es.client
     pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive=keep_alive)["id"]
+    after = search_after
     try:
-        after = search_after
         while True:
-            body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": keep_alive}, "size": size,
-                                    "sort": sort or [{"_shard_doc": "asc"}], "query": query or {"match_all": {}},
-                                    "source": source, "track_total_hits": False}
+            request: dict[str, Any] = {"pit": {"id": pit, "keep_alive": keep_alive}, "size": size,
+                                       "sort": sort or [{"_shard_doc": "asc"}], "track_total_hits": False, **body}
             if after is not None:
-                body["search_after"] = after
-            got = es.call("read documents", c.search, **body)
+                request["search_after"] = after
+            got = es.call(what, c.search, **request)
             pit = got.get("pit_id", pit)
             hits = got["hits"]["hits"]
-            for hit in hits:
-                yield hit, hit["sort"]
+            if hits:
+                yield hits
             if len(hits) < size:
                 return
             after = hits[-1]["sort"]
     finally:
         try:
-            es.call("close a point in time", c.close_point_in_time, id=pit)
-        except Exception:  # the PIT expires by itself; never mask the real error
+            c.close_point_in_time(id=pit)
+        except Exception:  # the point in time expires by itself; never mask the real error
             log.debug("could not close point in time on %s", index, exc_info=True)
+
+
+def scan(es: Retrying, index: str, *, query: dict[str, Any] | None = None, sort: list[Any] | None = None,
+         size: int = 500, search_after: list[Any] | None = None, keep_alive: str = "5m",
+         source: Any = True) -> Iterator[tuple[dict[str, Any], list[Any]]]:
+    """``(hit, sort values)`` of every document of ``index`` in ``sort`` order (:func:`pit_pages`)."""
+    for hits in pit_pages(es, index, size=size, sort=sort, search_after=search_after, keep_alive=keep_alive,
+                          query=query or {"match_all": {}}, source=source):
+        for hit in hits:
+            yield hit, hit["sort"]
 
 
 class ElasticSearch:

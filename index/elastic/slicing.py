@@ -1,21 +1,19 @@
 """The parts of a sliced reindex that one slice's run needs (see :mod:`.reindex_slices` for the
-whole story): the field slices are cut on, the point-in-time pages of a slice, and the registry of
-slices and final-pass drops kept in ``DEST-slices``.  Imported by :mod:`.reindex` and
+whole story): the field slices are cut on, and the registry of slices and final-pass drops kept in
+``DEST-slices`` (read with :func:`.search.pit_pages`).  Imported by :mod:`.reindex` and
 :mod:`.reindex_slices`; it imports neither, so the final pass can build on the reindex without a
 cycle."""
 from __future__ import annotations
 
-import logging
 import socket
 from typing import Any, Iterator
 
 from dedup.droplog import iso_now
 
 from .connect import Retrying
+from .search import pit_pages
 
-__all__ = ["SLICE_FIELD", "Registry", "pit_pages", "slices_name"]
-
-log = logging.getLogger(__name__)
+__all__ = ["SLICE_FIELD", "Registry", "slices_name"]
 
 #: the field the source is sliced on: stable across points in time (see the module docstring)
 SLICE_FIELD = "_id"
@@ -33,34 +31,6 @@ _MAPPING: dict[str, Any] = {
 def slices_name(dest_name: str) -> str:
     """The index beside ``DEST`` holding the slices' shared state."""
     return f"{dest_name}-slices"
-
-
-def pit_pages(es: Retrying, index: str, what: str, *, size: int = 1000, sort: list[dict[str, Any]] | None = None,
-              **body: Any) -> Iterator[list[dict[str, Any]]]:
-    """Pages of hits of ``index`` through a point in time and ``search_after`` (``sort``: by
-    default ``_shard_doc``, the cheapest complete order), the point in time closed at the end."""
-    c = es.client
-    pit = es.call("open a point in time", c.open_point_in_time, index=index, keep_alive="5m")["id"]
-    after = None
-    try:
-        while True:
-            request: dict[str, Any] = {"pit": {"id": pit, "keep_alive": "5m"}, "size": size,
-                                       "sort": sort or [{"_shard_doc": "asc"}], "track_total_hits": False, **body}
-            if after is not None:
-                request["search_after"] = after
-            got = es.call(what, c.search, **request)
-            pit = got.get("pit_id", pit)
-            hits = got["hits"]["hits"]
-            if hits:
-                yield hits
-            if len(hits) < size:
-                return
-            after = hits[-1]["sort"]
-    finally:
-        try:
-            c.close_point_in_time(id=pit)
-        except Exception:  # the point in time expires by itself; never mask the real error
-            log.debug("could not close point in time on %s", index, exc_info=True)
 
 
 class Registry:

@@ -3,7 +3,7 @@
 :mod:`.store` the SQLite store and the :class:`~dedup.store.DedupIndex` methods;
 :mod:`.records` a record as a row and its compact ``data`` blob; :mod:`.vectors` the usearch
 index over the signatures; :mod:`.lock` the single-writer lock.  Design notes and measurements:
-``docs/notes-records.md``.
+``docs/performance.md`` ("The embedded index"); what a record keeps: ``docs/choices.md``.
 """
 from __future__ import annotations
 

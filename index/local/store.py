@@ -12,7 +12,7 @@ Durability: SQLite in WAL mode, ``synchronous=NORMAL``, and every :meth:`~LocalI
 ``add`` reported as stored; an OS crash or power cut can lose the last few (``synchronous="FULL"``
 waits for the disk instead).  One writer: a second :class:`LocalIndex` on the same directory
 raises :class:`IndexLocked`; one instance may be used from several threads (calls are
-serialised).  Measurements and the reasons behind the defaults: ``docs/notes-records.md``.
+serialised).  Measurements and the reasons behind the defaults: ``docs/performance.md``.
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ class LocalIndex(SignatureVectors):
     search breadth of the HNSW index over the signatures (default ``"f16"``, 16 and 128;
     ``"i8"``: centred vectors, 14 and 256, ~170 fewer bytes per document, every near-copy
     still found but the tail of the top 20 a little less exact and nearest() ~0.6 ms
-    slower at 1M: see docs/notes-records.md).  A saved vector file made with
+    slower at 1M: see docs/performance.md).  A saved vector file made with
     other values is rebuilt from SQLite on open.
     """
 
@@ -96,7 +96,7 @@ class LocalIndex(SignatureVectors):
             raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA (got {synchronous!r})")
         if vector_dtype not in VECTOR_DTYPES:
             raise ValueError(f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)} (got {vector_dtype!r})")
-        # defaults by scalar type: the measured settings (docs/notes-records.md)
+        # defaults by scalar type: the measured settings (docs/performance.md)
         connectivity = _DEFAULTS[vector_dtype][0] if connectivity is None else connectivity
         expansion_search = _DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search
         if not 2 <= int(connectivity) <= 64:
@@ -127,7 +127,7 @@ class LocalIndex(SignatureVectors):
         db = sqlite3.connect(self.path / DB_NAME, check_same_thread=False)
         self._db = db
         # a new file only (an existing one keeps its own): rows of ~1.1 KB left a quarter of each
-        # 4 KB page unused (3 fit), ~8% of an 8 KB one (docs/notes-records.md)
+        # 4 KB page unused (3 fit), ~8% of an 8 KB one (docs/choices.md)
         db.execute(f"PRAGMA page_size={PAGE_SIZE}")
         mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode.lower() != "wal":
@@ -247,7 +247,7 @@ class LocalIndex(SignatureVectors):
         With ``f16``/``f32`` vectors the similarities are the vector index's (error ~3e-5).
         With ``i8`` vectors (centred), the index proposes ``OVERSAMPLE`` x ``n`` candidates
         by the cosine of the centred signatures; their cosines are recovered (error ~1e-4,
-        docs/notes-records.md) and the best ``n`` returned (ties by id).  No SQLite reads.
+        docs/performance.md) and the best ``n`` returned (ties by id).  No SQLite reads.
         """
         q = np.asarray(signature, dtype=np.float32).reshape(-1)
         with self._mutex:

@@ -5,7 +5,7 @@ derived from SQLite and rebuilt or reconciled from it on open.
 ``i8`` vectors are held centred (the unit signature minus the mean of the first
 :data:`CENTRE_SAMPLE` records) with two float32 numbers and :data:`FINE_BITS` bits per dimension
 of fine codes per record, from which :meth:`LocalIndex.nearest` recovers true cosines.  Why, and
-the measurements behind these choices: ``docs/notes-records.md``.
+the measurements behind these choices: ``docs/performance.md`` ("The embedded index").
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from index import DEFAULT_INDEX, default_dropped_log
 
-__all__ = ["DEFAULT_INDEX", "cut", "dropped_log", "index_uri", "progress", "rounded"]
+__all__ = ["DEFAULT_INDEX", "config_of", "config_options", "cut", "dropped_log", "index_uri", "progress",
+           "rounded"]
 
 
 
@@ -36,6 +37,22 @@ def dropped_log(args: argparse.Namespace) -> tuple[str, bool]:
     return default_dropped_log(index_uri(args)), False
 
 
+def config_options(parser: argparse.ArgumentParser, per: str = "page") -> None:
+    """``--t1``, ``--t2`` and ``--knn``: the decision's knobs a command can be given (read by :func:`config_of`)."""
+    parser.add_argument("--t1", type=float, help="duplicate threshold (containment)")
+    parser.add_argument("--t2", type=float, help="near-duplicate threshold (containment)")
+    parser.add_argument("--knn", type=int, help=f"nearest signatures fetched per {per}")
+
+
+def config_of(args: argparse.Namespace, *more: str) -> Any:
+    """The :class:`~dedup.deduplicator.DedupConfig` of the knobs given on the command line (those of
+    :func:`config_options` and the options named ``more``), its defaults for the others."""
+    from ...deduplicator import DedupConfig
+
+    given = {k: getattr(args, k) for k in ("t1", "t2", "knn", *more) if getattr(args, k) is not None}
+    return DedupConfig(**given)
+
+
 def rounded(value: Any, digits: int = 4) -> Any:
     """``value`` with every float rounded to ``digits`` places, through dicts and lists, for
     printing: a threshold angle of 180 * (1 - 0.8) shows as 36.0, not 35.99999999999999."""
@@ -54,9 +71,10 @@ def cut(text: str | None, n: int) -> str:
     return text if len(text) <= n else text[: max(n - 1, 0)] + "\u2026"
 
 
-def progress(label: str) -> Callable[[int, int], None] | None:
+def progress(label: str, unit: str = "page") -> Callable[[int, int], None] | None:
     """A ``show(done, total)`` callback drawing a progress bar on stderr, or None when
-    stderr is not a terminal (logs and CI stay clean)."""
+    stderr is not a terminal (logs and CI stay clean). The bar starts at the first count it is
+    given, so what a resumed run skips counts neither in its rate nor in its ETA."""
     if not sys.stderr.isatty():
         return None
     from tqdm import tqdm
@@ -65,10 +83,9 @@ def progress(label: str) -> Callable[[int, int], None] | None:
 
     def show(n: int, total: int) -> None:
         if "bar" not in bar:
-            bar["bar"] = tqdm(total=total, desc=label, unit="page", file=sys.stderr, dynamic_ncols=True)
+            bar["bar"] = tqdm(total=total, initial=n, desc=label, unit=unit, file=sys.stderr, dynamic_ncols=True)
         b = bar["bar"]
-        if total != b.total:
-            b.total = total
+        b.total = max(total, n)
         b.update(n - b.n)
         if n >= total:
             b.close()

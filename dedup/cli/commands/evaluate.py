@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from . import progress, rounded
+from . import config_of, config_options, progress, rounded
 
 __all__ = ["register"]
 
@@ -22,11 +22,9 @@ def _floats(spec: str) -> list[float]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ...deduplicator import DedupConfig
     from ..evaluate import evaluate, metric, sweep
 
-    overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn", "weights", "extractor") if getattr(args, k) is not None}
-    config = DedupConfig(**overrides)
+    config = config_of(args, "weights", "extractor")
     report = evaluate(args.folder, seed=args.seed, config=config, progress=progress("evaluate"))
     m = metric(report.outcomes)
     pages = len(report.outcomes)
@@ -74,9 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--seed", type=int, default=7, help="arrival-order seed (default 7)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.add_argument("--sweep", metavar="A:B:STEP", help="also report the metric at these t2 values, e.g. 0.1:0.6:0.05")
-    ev.add_argument("--t1", type=float, help="duplicate threshold (containment)")
-    ev.add_argument("--t2", type=float, help="near-duplicate threshold (containment)")
-    ev.add_argument("--knn", type=int, help="nearest signatures fetched per page")
+    config_options(ev)
     ev.add_argument("--weights", choices=("tdw", "wwt"), help="TDW preset")
     ev.add_argument("--extractor", choices=("resiliparse", "trafilatura", "auto"),
                     help="main-text extractor (default: DedupConfig's, as a crawl's DEDUP_EXTRACTOR)")

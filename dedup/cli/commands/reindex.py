@@ -7,28 +7,9 @@ import sys
 import time
 from typing import Callable
 
+from . import config_of, config_options, progress
+
 __all__ = ["register"]
-
-
-def bar_progress(label: str) -> Callable[[int, int], None] | None:
-    """A tqdm bar on a terminal (None otherwise) that starts at the first count it is given, so the
-    documents a resumed run skips count neither in its rate nor in its ETA."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    bar: dict[str, tqdm] = {}
-
-    def show(n: int, total: int) -> None:
-        if "bar" not in bar:
-            bar["bar"] = tqdm(total=total, initial=n, desc=label, unit="doc", file=sys.stderr, dynamic_ncols=True)
-        b = bar["bar"]
-        b.total = max(total, n)
-        b.update(n - b.n)
-        if n >= total:
-            b.close()
-
-    return show
 
 
 def log_progress(label: str, every: float) -> Callable[[int, int], None]:
@@ -56,17 +37,15 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     from index.elastic import IndexUnavailable
     from index.elastic.reindex import Reindex
     from index.elastic.reindex_slices import merge
-    from ...deduplicator import DedupConfig
 
-    overrides = {k: getattr(args, k) for k in ("t1", "t2", "knn") if getattr(args, k) is not None}
     try:
         es_options = json.loads(args.es_options) if args.es_options else {}
     except ValueError as exc:
         raise ValueError(f"--es-options is not a JSON object: {exc}") from None
-    show = bar_progress("reindex") or log_progress("reindex", args.progress_every)
+    show = progress("reindex", unit="doc") or log_progress("reindex", args.progress_every)
     job = Reindex(args.source, args.dest, url_field=args.url_field, text_field=args.text_field or None,
                   html_field=args.html_field, title_field=args.title_field or None, time_field=args.time_field,
-                  keep=args.keep, config=DedupConfig(**overrides), dropped_log=args.dropped_log,
+                  keep=args.keep, config=config_of(args), dropped_log=args.dropped_log,
                   checkpoint=args.checkpoint, work_dir=args.work_dir, batch_size=args.batch_size,
                   read_size=args.read_size, workers=args.workers, slices=args.slices, slice_id=args.slice,
                   merge=args.merge,
@@ -155,8 +134,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--es-options", help="JSON object of connection options (api_key, ca_certs, retry_seconds...)")
     p.add_argument("--progress-every", type=float, default=30.0,
                    help="seconds between progress lines when stderr is no terminal (default 30)")
-    p.add_argument("--t1", type=float, help="duplicate threshold (containment)")
-    p.add_argument("--t2", type=float, help="near-duplicate threshold (containment)")
-    p.add_argument("--knn", type=int, help="nearest signatures fetched per document")
+    config_options(p, per="document")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_reindex)
