@@ -177,7 +177,9 @@ def cross_validate(mixed: list[dict[str, Any]], gold: list[dict[str, Any]], extr
     for name, (rows, f) in pooled.items():
         m = online(rows, f)
         m["false_positives"] = [_name(r) for r, x in zip(rows, f) if x and r["best_cluster"] != r["cluster"]]
-        m["misses"] = [_name(r) for r, x in zip(rows, f) if r["had_earlier"] and not (x and r["best_cluster"] == r["cluster"])]
+        missed = [(r, x) for r, x in zip(rows, f) if r["had_earlier"] and not (x and r["best_cluster"] == r["cluster"])]
+        m["misses"] = [_name(r) for r, _ in missed]
+        m["missed"] = [(r["path"], x) for r, x in missed]  # (page, flagged against another cluster)
         m["negatives_flagged"] = sum(x for r, x in zip(rows, f) if r["cluster"] in negatives)
         out[name] = m
     return out
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed, "extractor": gold[0]["extraction"].split(">")[0] if gold else None,
         "features": names, "l2": args.l2, "site_train": args.site_train, "allow_negatives": args.allow_negatives,
         "cv": {name: {k: round(v, 4) if isinstance(v, float) else v for k, v in cv[name].items()
-                      if k not in ("false_positives", "misses")} for name in ("gold", "mixed")},
+                      if k not in ("false_positives", "misses", "missed")} for name in ("gold", "mixed")},
         "folds": cv["folds"], "per_fold": cv["per_fold"],
         "cv_false_positives": cv["gold"]["false_positives"], "cv_misses": cv["gold"]["misses"],
         "cv_mixed_false_positives": cv["mixed"]["false_positives"],

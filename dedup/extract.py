@@ -10,7 +10,9 @@ Two repairs make the fast extract a page's text rather than a bag of long lines 
   a date), and resiliparse keeps only the snippets long enough to be prose, so a result page quoting
   one long sentence of an article read as a near copy of it. When most of the kept prose sits in
   such teasers (:func:`teasers`), the page's text is its teasers, one line each, titles included
-  (method ``listing``): a list of other pages, not any one of them;
+  (method ``listing``): a list of other pages, not any one of them. When the prose outside the
+  teasers is an article of its own (not :func:`too_little`), the page is that story beside a long
+  related-stories list, and its text is that prose (goldset-dev's Plea/p24, Sanitation/s2);
 * **headings**: a heading line (one of the page's h1-h6) that introduces prose is kept, though
   short, so the text keeps its outline (dedup.hierarchy nests sentences under it).
 """
@@ -237,8 +239,11 @@ def teasers(tree: lxml.html.HtmlElement | None,
 
 
 def _listing(prose: str, tree: lxml.html.HtmlElement | None,
-             links: list[lxml.html.HtmlElement] | None) -> str | None:
-    """The page's teasers as its text, when at least LISTING_SHARE of its ``prose`` lies in them."""
+             links: list[lxml.html.HtmlElement] | None) -> tuple[str, str] | None:
+    """``(text, method)`` of a page most of whose ``prose`` (at least LISTING_SHARE) lies in teasers:
+    the teasers, one a line (``listing``), or, when the prose outside them is an article of its own
+    (not :func:`too_little`: a story beside a long related-stories list), that prose (``resiliparse``).
+    None when the page is not mostly teasers."""
     lines = [line for line in prose.split("\n") if _is_prose(line)]
     if not lines:
         return None
@@ -249,7 +254,10 @@ def _listing(prose: str, tree: lxml.html.HtmlElement | None,
     inside = sum(len(line) for line in lines if " ".join(line.split()) in blob)
     if inside < LISTING_SHARE * sum(len(line) for line in lines):
         return None
-    return "\n".join(_block_text(el) for el in items)
+    outside = [line for line in prose.split("\n") if " ".join(line.split()) not in blob]
+    if not too_little("\n".join(line for line in outside if _is_prose(line))):
+        return "\n".join(outside), "resiliparse"
+    return "\n".join(_block_text(el) for el in items), "listing"
 
 
 def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,
@@ -276,7 +284,7 @@ def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,
     text = _prose(raw, headings)
     listing = _listing(text, tree, links)
     if listing is not None:
-        return listing, "listing"
+        return listing
     if too_little(text):
         slow = trafilatura_text(html, tree)
         if slow and (len(slow) > len(text) or not text):

@@ -108,3 +108,22 @@ def test_bad_input_never_raises():
         page = parse_page(body, "http://example.org/")
         assert isinstance(page.text, str)
     assert parse_page(b"   ", "http://example.org/").extraction == "empty"
+
+
+def test_a_story_beside_a_longer_related_stories_list_is_read_as_the_story():
+    # as Plea/p24 and Sanitation/s2 of goldset-dev: a table layout whose related-stories teasers (title link,
+    # date, snippet) hold more prose than the story beside them, an article of its own: the text is the story
+    # (before: the teasers, read as a listing, so the page matched no copy of its story)
+    teaser = ("<p><a href='/story/{i}'>Other news item number {i}</a> Jan 7 2007 -- A different story about the "
+              "county that has nothing to do with the bridge, told in a snippet of well over twenty words so "
+              "that it counts as prose, item {i}.</p>")
+    items = "".join(teaser.format(i=i) for i in range(8))
+    story = HTML.split("<article>")[1].split("</article>")[0]
+    html = HTML.replace(f"<article>{story}</article>", f"<table><tr><td>{story}</td></tr><tr><td>{items}</td></tr></table>")
+    page = parse_page(html, "http://www.example.org/news/harbour-bridge.html")
+    assert page.extraction == "resiliparse" and page.list_share == 0.0
+    assert "corrosion in the main cables" in page.text and "Other news item" not in page.text
+    # the same teasers with no story beside them: a listing, read as its teasers
+    listing = parse_page(results_page(f"<div>{items}</div>"), "http://a.example/section/county")
+    assert listing.extraction == "listing" and listing.list_share == 1.0
+    assert "Other news item number 7" in listing.text and "corrosion" not in listing.text

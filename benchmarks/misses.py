@@ -1,0 +1,120 @@
+"""Where the cross-validated misses of the calibrated decision are (docs/accuracy.md).
+
+    python benchmarks/misses.py            # after benchmarks/calibrate.py (reads its cached rows)
+
+The held-out misses of ``calibrate.py``'s leave-cluster-out CV (goldset-dev, seed ``--seed``) are
+classified by running the goldset-dev stream once more through the deduplicator, keeping every kept
+page's exact set of shingles (the featurizer's word 5-grams of the same text, not the record's sketch):
+
+* ``related cluster``: the page was flagged, but against a page of another cluster (one story in two);
+* ``no shared text``: exact containment with every earlier kept page of its cluster below ``--low``;
+* ``not a candidate``: the earlier page of its cluster of highest exact containment was not among the
+  candidates (simhash tables, nearest MRC signatures), and it beats the best candidate's containment by
+  more than 0.05;
+* ``decision``: it was a candidate; the model did not call it a copy (exact containment and the sketch's
+  estimate for that page are printed: how far the sketch is from the exact value).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import calib_data  # noqa: E402
+import calibrate  # noqa: E402
+
+
+def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
+    """Per page path: the exact containment of the best earlier kept page of its cluster, that page's
+    sketch estimate and whether it was a candidate (the stream of ``dedup evaluate``)."""
+    from dedup.cli.evaluate import load_clusters
+    from dedup.deduplicator import DedupConfig, Deduplicator, containment
+    from dedup.page import limit_text, parse_page
+    from dedup.record import shingle_keys
+    from dedup.store import MemoryIndex
+
+    pages = load_clusters(folder)
+    order = list(range(len(pages)))
+    random.Random(seed).shuffle(order)
+    config = DedupConfig()
+    dedup = Deduplicator(MemoryIndex(k=config.max_distance, blocks=config.blocks), config)
+    featurizer = dedup.featurizer
+    unsketched = type(featurizer)(weights=config.weights, shingle=config.shingle, sketch=1 << 30,
+                                  reference=featurizer.reference, normalizer=featurizer.normalizer)
+    asked: list[set[int]] = []
+    candidates = dedup._candidates
+    dedup._candidates = lambda f, extra: asked.append(set(ids := candidates(f, extra))) or ids  # type: ignore
+    kept: dict[int, tuple[np.ndarray, str]] = {}
+    out = {}
+    for i in order:
+        cluster, path = pages[i]
+        page = parse_page(path.read_bytes(), f"http://eval.invalid/p{i}", extractor=config.extractor)
+        limit_text(page, config.max_text_chars)
+        full = unsketched(page)
+        asked.clear()
+        before = set(dedup.index._records)  # MemoryIndex's records
+        verdict = dedup.process(page, features=featurizer(page))
+        best, best_id = 0.0, None
+        for rid, (shingles, c) in kept.items():
+            if c == cluster and shingles.size and full.shingles.size:
+                share = np.intersect1d(shingles, full.shingles, assume_unique=True).size
+                share /= min(shingles.size, full.shingles.size)
+                if share > best:
+                    best, best_id = share, rid
+        row = {"exact": round(best, 4)}
+        if best_id is not None:
+            rec = dedup.index.get([best_id])[0]
+            q = shingle_keys(full.shingles[:config.sketch])
+            row["sketch"] = round(containment(q, full.shingle_count, rec.shingles, rec.shingle_count)[0], 4)
+            row["candidate"] = bool(asked and best_id in asked[0])
+            row["size"] = int(kept[best_id][0].size)
+        out[str(path)] = row
+        if verdict.kept:
+            (new,) = set(dedup.index._records) - before
+            kept[new] = (full.shingles, cluster)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--goldset", default=str(calibrate.DATA / "goldset-dev"))
+    ap.add_argument("--negatives", default=str(calibrate.DATA / "negatives-dev"))
+    ap.add_argument("--seed", type=int, default=7, help="arrival-order seed (default 7)")
+    ap.add_argument("--low", type=float, default=0.15, help="exact containment below which no text is shared (0.15)")
+    args = ap.parse_args(argv)
+    gold_dir, neg_dir = Path(args.goldset), Path(args.negatives)
+    gold = calib_data.rows("gold", [gold_dir], seed=args.seed)
+    mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], seed=args.seed)
+    extra = calib_data.rows("site2", [calib_data.same_site(2)], seed=args.seed)
+    negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
+    cv = calibrate.cross_validate(mixed, gold, extra, list(calibrate.DEFAULT_FEATURES), 1.0, negatives, negatives)
+    by_path = {r["path"]: r for r in gold}
+    missed = [(by_path[path], flag) for path, flag in cv["gold"]["missed"]]
+    exact = exact_rows(gold_dir, args.seed)
+    causes: dict[str, list[str]] = {}
+    for r, flag in missed:
+        e = exact[r["path"]]
+        name = f"{Path(r['path']).parent.name}/{Path(r['path']).stem}"
+        if flag:
+            cause, what = "related cluster", f"flagged against {r['best_cluster']}"
+        elif e["exact"] < args.low:
+            cause, what = "no shared text", f"exact {e['exact']}"
+        elif not e["candidate"] and e["exact"] > float(r["scores"].get("containment") or 0.0) + 0.05:
+            cause, what = "not a candidate", f"exact {e['exact']} of a {e['size']}-shingle page"
+        else:
+            cause, what = "decision", f"exact {e['exact']}, sketch {e['sketch']}"
+        causes.setdefault(cause, []).append(f"{name} ({what})")
+    print(f"{len(missed)} held-out misses (seed {args.seed}, {cv['folds']} folds)")
+    for cause, rows in sorted(causes.items(), key=lambda x: -len(x[1])):
+        print(f"{cause}: {len(rows)}")
+        for row in rows:
+            print(f"  {row}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
