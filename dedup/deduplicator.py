@@ -445,7 +445,8 @@ class _Query:
         q = cls._common(bool(rec.content_hash), rec.title, float(rec.extra.get("list_share", 0.0)), rec.content_hash,
                         rec.title_key, rec.simhash, rec.signature, rec.ref_id, rec.sentences, rec.chunks)
         q.shingles, q.shingle_count = rec.shingles, rec.shingle_count
-        q.sample, q.term_count = rec.term_sample, rec.term_count
+        # a record that kept every term (TOP_TERMS or fewer) holds the whole set: the reducer's exact filters
+        q.sample, q.term_count = (rec.terms, None) if rec.terms.size >= rec.term_count else (rec.term_sample, rec.term_count)
         q.terms, q.weights, q.norm = rec.terms, rec.weights.astype(np.float32), rec.tdw_norm
         return q
 

@@ -39,6 +39,9 @@ def short_pages() -> list[tuple[str, str]]:
         ("http://d.example/bridge-copy", html("Bridge closes", BRIDGE)),
         ("http://e.example/bakery-cut", html("Bakery prize", BAKERY[:2])),
         ("http://f.example/bridge-longer", html("Bridge closes", BRIDGE + ["The mayor called it regrettable."])),
+        # more terms than the record's term sample (TERM_SAMPLE), all of them kept (TOP_TERMS)
+        ("http://g.example/bridge-bakery", html("Bridge and bakery", BRIDGE + BAKERY[:1])),
+        ("http://h.example/bridge-bakery-cut", html("Bridge and bakery", BRIDGE[1:] + BAKERY[:1])),
     ]
 
 
@@ -81,6 +84,7 @@ def test_a_complete_record_decides_as_its_page():
         assert record.term_count <= record.terms.size and record.shingle_count <= record.shingles.size
         assert (r.status, r.duplicate_of, r.rule, r.candidates) == (v.status, v.duplicate_of, v.rule, v.candidates)
         assert_same_scores(v.scores, r.scores)
+    assert any(record.term_count > record.term_sample.size for _, _, record in verdicts)
     statuses = {v.status for v, _, _ in verdicts}
     assert {"unique", "exact_duplicate"} <= statuses and statuses & {"near_duplicate", "duplicate"}
 
