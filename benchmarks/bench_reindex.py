@@ -81,13 +81,16 @@ def load(es_url: str, name: str, docs: list[dict], html: bool) -> None:
     client.close()
 
 
-def dest_ids(es_url: str, name: str) -> set[str]:
+def dest_verdicts(es_url: str, name: str) -> dict[str, tuple[str, str | None]]:
+    """Each kept document's id -> (status, duplicate_of) of its ``dedup`` verdict."""
     from elasticsearch import Elasticsearch, helpers
 
     client = Elasticsearch(es_url, request_timeout=120)
     try:
         client.indices.refresh(index=name)
-        return {h["_id"] for h in helpers.scan(client, index=name, _source=False, size=5000)}
+        hits = helpers.scan(client, index=name, _source=["dedup.status", "dedup.duplicate_of"], size=5000)
+        return {h["_id"]: ((h["_source"].get("dedup") or {}).get("status"),
+                           (h["_source"].get("dedup") or {}).get("duplicate_of")) for h in hits}
     finally:
         client.close()
 
@@ -120,18 +123,22 @@ def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) 
     merged = merge(job)
     merge_wall = time.perf_counter() - t
     total = sum(r["processed"] for r in reports)
-    same = dest_ids(base, dest.rsplit("/", 1)[1]) == dest_ids(base, single_dest.rsplit("/", 1)[1])
+    got, want = (dest_verdicts(base, d.rsplit("/", 1)[1]) for d in (dest, single_dest))
+    same = set(got) == set(want)
+    differ = sum(got[i] != want[i] for i in set(got) & set(want))
     res.figure(f"reindex.s{n}.docs_per_s", f"documents per second, {n} slices at once then the final pass",
                total / (slices_wall + merge_wall), "docs/s", note=f"load {common.loadavg():.1f}")
     res.figure(f"reindex.s{n}.merge_s", "final pass wall time", merge_wall, "s",
-               note=f"{merged.processed} kept documents decided again, {merged.dropped} dropped, "
-                    f"{merged.flagged} flagged")
+               note=f"{merged.processed} kept documents decided again ({merged.reparsed} parsed again), "
+                    f"{merged.dropped} dropped, {merged.flagged} flagged")
     res.figure(f"reindex.s{n}.merge_requests_per_doc", "final pass requests per document of the corpus",
                merged.requests / max(total, 1), "requests/doc", goal=("<", 0.1))
     res.figure(f"reindex.s{n}.same_kept_set", "kept set equals the unsliced run's", int(same), "bool", goal=("==", 1))
+    res.figure(f"reindex.s{n}.verdicts_differ", "kept documents whose status or duplicate_of differs from the "
+               "unsliced run's", differ, "docs", goal=("==", 0))
     print(f"  --slices {n}: {total} docs in {slices_wall:.1f} s + final pass {merge_wall:.1f} s "
-          f"({merged.requests} requests, dropped {merged.dropped}, flagged {merged.flagged}); "
-          f"same kept set as one process: {same}", flush=True)
+          f"({merged.requests} requests, parsed again {merged.reparsed}, dropped {merged.dropped}, flagged "
+          f"{merged.flagged}); same kept set as one process: {same}; verdicts differing: {differ}", flush=True)
 
 
 def main(argv=None) -> int:

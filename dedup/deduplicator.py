@@ -26,7 +26,7 @@ compare. A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) c
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
 import numpy as np
@@ -42,12 +42,18 @@ from .record import Record, shingle_keys, tdw_cosine, term_keys
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
 
-__all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "ConfigError", "DedupConfig", "Verdict", "Deduplicator", "containment"]
+__all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "ConfigError", "DedupConfig", "Verdict", "Deduplicator",
+           "containment"]
 
 ALGORITHM = "dedup-1"
 STATUSES = ("unique", "near_duplicate", "duplicate", "exact_duplicate")
 TITLE_ANCHOR_MODES = ("confirm", "literal", "off")
 _DROPPABLE = tuple(s for s in STATUSES if s != "unique")
+#: rules of the verdicts :meth:`Deduplicator.check_record` gives exactly as :meth:`Deduplicator.check` gives
+#: them from the page: the content hash, and no candidate left after the comparison reducer (its filters
+#: on a record's term sample are never stricter than on the whole set); the kNN candidates are sought
+#: with the record's signature (on its 256-level grid: cosine > 0.99999 with the page's)
+SAME_FROM_RECORD = frozenset({"content_hash", "no_candidate"})
 
 #: What each knob accepts: checked once, by :class:`DedupConfig`, and quoted by every error about it
 #: (the crawl's ``DEDUP_*`` settings name their own setting and raw value: ``crawler.config``).
@@ -284,33 +290,49 @@ class Deduplicator:
 
     def check(self, page: Page, features: Features | None = None) -> Verdict:
         """The verdict for ``page`` against the index (the index is not changed)."""
-        verdict = self._check(page, features or self.featurizer(page))
+        f = features or self.featurizer(page)
+        # the page's keys in the records' compact form (dedup.record)
+        verdict = self._check(_Query.of_page(page, f), page.extraction)
         if page.truncated:
             verdict.scores["truncated"] = dict(page.truncated)
         return verdict
 
-    def _check(self, page: Page, f: Features) -> Verdict:
-        base = {"thresholds": self._thresholds, "reference": f.signature.ref_id}
-        if not page.text.strip():
+    def check_record(self, record: Record) -> Verdict:
+        """The verdict for a page known by its stored :class:`Record` (the final pass of a sliced
+        reindex decides kept pages again from their records) against the index (not changed). The
+        record's keys are already compact: they are compared as they are, never compacted again.
+        The same decision as :meth:`check` of the page for the rules of :data:`SAME_FROM_RECORD`; past
+        them, an estimate from what the record holds (its shingle sketch and heaviest terms, not the whole
+        sets: see :class:`_Query`), so a caller that must decide as the page does decides those again
+        from the page's features."""
+        return self._check(_Query.of_record(record), str(record.extra.get("extraction", "")))
+
+    def add_record(self, record: Record, verdict: Verdict) -> int:
+        """Add a copy of ``record`` (a page checked with :meth:`check_record`) with ``verdict``'s status
+        and ``duplicate_of``, as :meth:`add` adds a page; its arrays are stored as they are."""
+        return self.index.add(replace(record, id=0, status=verdict.status, duplicate_of=verdict.duplicate_of))
+
+    def _check(self, q: "_Query", extraction: str) -> Verdict:
+        base = {"thresholds": self._thresholds, "reference": q.ref_id}
+        if not q.has_text:
             # nothing to compare: kept as unique, and said why, rather than matched on an empty key
-            return Verdict("unique", None, "unextractable", {"extraction": page.extraction or "none"}, **base)
-        if f.content_hash:
-            ids = self.index.lookup("content_hash", f.content_hash)
+            return Verdict("unique", None, "unextractable", {"extraction": extraction or "none"}, **base)
+        if q.content_hash:
+            ids = self.index.lookup("content_hash", q.content_hash)
             if ids:
                 rec = self.index.get(ids[:1])[0]
                 return Verdict("exact_duplicate", rec.url, "content_hash",
-                               {"content_hash": f.content_hash}, candidates=len(ids), duplicate_id=rec.id, **base)
+                               {"content_hash": q.content_hash}, candidates=len(ids), duplicate_id=rec.id, **base)
         mode = self.config.title_anchor
-        title_ids = self.index.lookup("title_key", f.title_key) if f.title_key and mode != "off" else []
+        title_ids = self.index.lookup("title_key", q.title_key) if q.title_key and mode != "off" else []
         if title_ids and mode == "literal":
             rec = self.index.get(title_ids[:1])[0]
-            return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": f.title_key},
+            return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": q.title_key},
                            candidates=len(title_ids), duplicate_id=rec.id, **base)
-        candidates = self._candidates(f, title_ids)
+        candidates = self._candidates(q, title_ids)
         best, best_key, pruned = None, None, 0
-        q = _Query(f)  # the page's keys in the records' compact form (dedup.record)
         for rec in self.index.get(candidates):
-            if self.reducer.passes(q.terms, f.sentences, rec.term_sample, rec.sentences, rec.term_count):
+            if self.reducer.passes(q.sample, q.sentences, rec.term_sample, rec.sentences, rec.term_count, q.term_count):
                 pruned += 1
                 continue
             cont = self._containment(q, rec)[0]
@@ -324,10 +346,10 @@ class Deduplicator:
         if best is None:
             return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
                            {"pruned": pruned}, candidates=n, **base)
-        best_scores = self._scores(f, q, best)
-        best_scores["title"] = round(title_similarity(page.title, best.title), 4)
+        best_scores = self._scores(q, best)
+        best_scores["title"] = round(title_similarity(q.title, best.title), 4)
         # the larger of the two pages' list-item shares: a listing matched by a page it quotes, or by the next page
-        best_scores["listing"] = max(page.list_share, float(best.extra.get("list_share", 0.0)))
+        best_scores["listing"] = max(q.list_share, float(best.extra.get("list_share", 0.0)))
         best_scores["pruned"] = pruned
         c = self.config
         s = best_scores["containment"]
@@ -336,7 +358,7 @@ class Deduplicator:
         # text was caught by the content hash above, so this is an edited copy (a paragraph added,
         # removed or cut), which is flagged and kept like any other near copy (issue 20)
         if best.id in title_ids and best_scores["resemblance"] >= c.t1:
-            best_scores["title_key"] = f.title_key
+            best_scores["title_key"] = q.title_key
             return Verdict("duplicate", best.url, "title_anchor", best_scores, candidates=n,
                            duplicate_id=best.id, **base)
         if self.decision is not None:
@@ -356,11 +378,11 @@ class Deduplicator:
         return Verdict(status, best.url, rule, best_scores, candidates=n, duplicate_id=best.id, **base)
 
     # -- internals --------------------------------------------------------------------------
-    def _candidates(self, f: Features, extra: Iterable[int]) -> list[int]:
+    def _candidates(self, q: "_Query", extra: Iterable[int]) -> list[int]:
         ids = set(extra)
-        ids.update(i for i, _ in self.index.near_simhash(f.simhash))
-        if self.config.knn and f.signature.vector.any():
-            ids.update(i for i, _ in self.index.nearest(f.signature.vector, f.signature.ref_id,
+        ids.update(i for i, _ in self.index.near_simhash(q.simhash))
+        if self.config.knn and q.vector.any():
+            ids.update(i for i, _ in self.index.nearest(q.vector, q.ref_id,
                                                        self.config.knn, self.config.knn_floor))
         return sorted(ids)
 
@@ -368,40 +390,73 @@ class Deduplicator:
         return containment(q.shingles, q.shingle_count, rec.shingles, rec.shingle_count,
                            min_size=self.config.min_shingles)
 
-    def _scores(self, f: Features, q: "_Query", rec: Record) -> dict[str, Any]:
+    def _scores(self, q: "_Query", rec: Record) -> dict[str, Any]:
         """Every score of the pair, for the verdict of its best candidate (which the reducer passed)."""
         rec_total = rec.shingle_count
         cont, resemblance = self._containment(q, rec)
         tdw_cos = q.cosine(rec)
         angle_ok, angle = self._duplicate_angle.angle_test(tdw_cos)
         # a record made with another reference text has no comparable signature
-        mrc = round(signature_cosine(f.signature.vector, rec.signature), 4) if rec.ref_id == f.signature.ref_id else None
+        mrc = round(signature_cosine(q.vector, rec.signature), 4) if rec.ref_id == q.ref_id else None
         return {
             "containment": round(float(cont), 4),
             "resemblance": round(float(resemblance), 4),
-            "shingles": [f.shingle_count, rec_total],
+            "shingles": [q.shingle_count, rec_total],
             "tdw_cosine": round(float(tdw_cos), 4),
             "angle": round(float(angle), 2),
             "angle_ok": bool(angle_ok),
             "mrc": mrc,
-            "hamming": (f.simhash ^ rec.simhash).bit_count(),
+            "hamming": (q.simhash ^ rec.simhash).bit_count(),
             # records keep no sentence simhashes (dedup.record): None for them
-            "chunks": round(chunk_share(f.chunks, rec.chunks), 4) if rec.chunks.size else None,
-            "sentences": [f.sentences, rec.sentences],
+            "chunks": round(chunk_share(q.chunks, rec.chunks), 4) if rec.chunks.size else None,
+            "sentences": [q.sentences, rec.sentences],
         }
 
 
 class _Query:
-    """A page's features in the form records hold them (24-bit keys, :mod:`dedup.record`), made
-    once per check: the shingle sketch and the whole TDW vector's term keys."""
+    """What a check compares, in the form records hold it (24-bit keys, :mod:`dedup.record`), made
+    once per check: from a page's features (:meth:`of_page`: the shingle sketch cut to keys, the
+    whole TDW vector's term keys), or from a stored record (:meth:`of_record`: its arrays as they
+    are, since compacting them again would shift keys already cut to 24 bits).
 
-    __slots__ = ("shingles", "shingle_count", "terms", "weights", "norm")
+    From a record the query holds less than the page's features did: a sketch of ``SKETCH`` shingle
+    keys (containment is estimated on the range both sketches cover: the same estimate as the
+    page's when the candidate's sketch ends first), the heaviest ``TOP_TERMS`` terms (the TDW cosine
+    misses the candidate's heavy terms that are light in the page) and a sample of the smallest
+    terms for the comparison reducer (never stricter than on the whole set)."""
 
-    def __init__(self, f: Features) -> None:
-        self.shingles = shingle_keys(f.shingles)
-        self.shingle_count = f.shingle_count
-        self.terms = term_keys(f.tdw.hashes)
-        self.weights, self.norm = f.tdw.weights, f.tdw.norm
+    __slots__ = ("has_text", "title", "list_share", "content_hash", "title_key", "simhash", "vector", "ref_id",
+                 "sentences", "chunks", "shingles", "shingle_count", "sample", "term_count", "terms", "weights",
+                 "norm")
+
+    @classmethod
+    def of_page(cls, page: Page, f: Features) -> "_Query":
+        q = cls._common(bool(page.text.strip()), page.title, page.list_share, f.content_hash, f.title_key, f.simhash,
+                        f.signature.vector, f.signature.ref_id, f.sentences, f.chunks)
+        q.shingles, q.shingle_count = shingle_keys(f.shingles), f.shingle_count
+        q.terms = q.sample = term_keys(f.tdw.hashes)  # the whole set: the reducer's exact filters
+        q.term_count = None
+        q.weights, q.norm = f.tdw.weights, f.tdw.norm
+        return q
+
+    @classmethod
+    def of_record(cls, rec: Record) -> "_Query":
+        # a page with text has a content hash (dedup.keys.content_hash is '' for an empty text only)
+        q = cls._common(bool(rec.content_hash), rec.title, float(rec.extra.get("list_share", 0.0)), rec.content_hash,
+                        rec.title_key, rec.simhash, rec.signature, rec.ref_id, rec.sentences, rec.chunks)
+        q.shingles, q.shingle_count = rec.shingles, rec.shingle_count
+        # a record that kept every term (TOP_TERMS or fewer) holds the whole set: the reducer's exact filters
+        q.sample, q.term_count = (rec.terms, None) if rec.terms.size >= rec.term_count else (rec.term_sample, rec.term_count)
+        q.terms, q.weights, q.norm = rec.terms, rec.weights.astype(np.float32), rec.tdw_norm
+        return q
+
+    @classmethod
+    def _common(cls, has_text: bool, title: str, list_share: float, content_hash: str, title_key: str, simhash: int,
+                vector: np.ndarray, ref_id: str, sentences: int, chunks: np.ndarray) -> "_Query":
+        q = cls.__new__(cls)
+        q.has_text, q.title, q.list_share, q.content_hash, q.title_key = has_text, title, list_share, content_hash, title_key
+        q.simhash, q.vector, q.ref_id, q.sentences, q.chunks = simhash, vector, ref_id, sentences, chunks
+        return q
 
     def cosine(self, rec: Record) -> float:
         return tdw_cosine(self.terms, self.weights, self.norm, rec)

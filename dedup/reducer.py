@@ -82,6 +82,30 @@ class ComparisonReducer:
             return False
         return 1 + min(r.size - first - 1, size - k - 1) >= needed
 
+    def prefix_positional_ok_samples(self, a: np.ndarray, a_size: int, b: np.ndarray, b_size: int) -> bool:
+        """The prefix and positional filters when both sets are known by a sample (their smallest
+        terms, sorted) and a size (two stored records): exact when the samples share a prefix term
+        (the smallest shared term of the samples is the sets' first shared term) or when neither set
+        can have a shared prefix term beyond its sample; otherwise the pair is pruned only when even
+        the best case beyond the samples fails (never stricter than the filters on the whole sets)."""
+        if a.size >= a_size:
+            return self.prefix_positional_ok_sampled(a, b, b_size)
+        if b.size >= b_size:
+            return self.prefix_positional_ok_sampled(b, a, a_size)
+        if a.size == 0 or b.size == 0:  # an empty set (an empty sample of a non-empty set is not kept)
+            return False
+        la, lb = self.prefix_length(a_size), self.prefix_length(b_size)
+        needed = self.jaccard / (1.0 + self.jaccard) * (a_size + b_size)
+        ia, ib = sorted_common(a[:la], b[:lb])
+        if ia.size:
+            return 1 + min(a_size - int(ia[0]) - 1, b_size - int(ib[0]) - 1) >= needed
+        # a shared term lies beyond the smaller of the samples' last terms: at the earliest, just after it
+        last = min(a[-1], b[-1])
+        p, q = int(a.searchsorted(last, "right")), int(b.searchsorted(last, "right"))
+        if p >= la or q >= lb:
+            return False
+        return 1 + min(a_size - p - 1, b_size - q - 1) >= needed
+
     def angle_ok(self, a: TermVector, b: TermVector) -> tuple[bool, float]:
         """``(passes, angle in degrees)`` of the cosine test."""
         return self.angle_test(cosine(a, b))
@@ -92,11 +116,16 @@ class ComparisonReducer:
         return angle <= self.angle + 1e-9, angle
 
     def passes(self, a_terms: np.ndarray, a_sentences: int, b_terms: np.ndarray, b_sentences: int,
-               b_size: int | None = None) -> str | None:
+               b_size: int | None = None, a_size: int | None = None) -> str | None:
         """``None`` when the pair survives, else the name of the filter that pruned it.
-        ``b_size``: when given, ``b_terms`` is the sample of a set of that size (a stored record's)."""
+        ``b_size``: when given, ``b_terms`` is the sample of a set of that size (a stored record's);
+        ``a_size`` likewise for ``a_terms`` (with ``b_size``: both are records)."""
         if not self.sentences_ok(a_sentences, b_sentences):
             return "sentence_count"
-        ok = (self.prefix_positional_ok(a_terms, b_terms) if b_size is None
-              else self.prefix_positional_ok_sampled(a_terms, b_terms, b_size))
+        if b_size is None:
+            ok = self.prefix_positional_ok(a_terms, b_terms)
+        elif a_size is None:
+            ok = self.prefix_positional_ok_sampled(a_terms, b_terms, b_size)
+        else:
+            ok = self.prefix_positional_ok_samples(a_terms, a_size, b_terms, b_size)
         return None if ok else "prefix_positional"

@@ -68,7 +68,7 @@ def crawler(project: Path, site_url: str, redis_url: str, es_uri: str, out: Path
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={site_url}",
            "-s", f"DEDUP_INDEX={es_uri}", "-s", f"DEDUP_DROPPED_LOG={out / 'dropped.jsonl'}",
-           # the scrapy-redis settings of docs/notes-slices.md
+           # the scrapy-redis settings of docs/reliability.md
            "-s", "SCHEDULER=crawler.frontier.ReliableScheduler", "-s", "SCHEDULER_PERSIST=True",
            "-s", "DUPEFILTER_CLASS=scrapy_redis.dupefilter.RFPDupeFilter", "-s", f"REDIS_URL={redis_url}",
            "-s", "SCHEDULER_HEARTBEAT=1", "-s", "LOG_LEVEL=INFO", "-s", "CONCURRENT_REQUESTS=4", *settings]

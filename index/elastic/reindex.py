@@ -138,6 +138,8 @@ class ReindexReport:
     resent: int = 0
     seconds: float = 0.0
     requests: int = 0
+    #: the final pass of a sliced reindex: kept documents parsed again (a candidate to compare)
+    reparsed: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
     alias: str | None = None

@@ -16,12 +16,17 @@ slice is finished (on any machine that reaches the cluster):
   means another slice kept the same content: the record is written under its page id instead,
   so both stay visible to the final pass and the shared index never holds two claims.
 * The final pass reads the documents of ``DEST`` in the keep rule's order (the destination has
-  the source's mapping, so the same sort works) and decides each kept document again, from its
-  record in ``DEST-dedup`` (no parsing), against the documents kept before it by *any* slice, in
-  an embedded index: the decisions an unsliced run makes, over the documents the slices kept.
-  A document that is now an exact duplicate (a status of ``drop``) is deleted from ``DEST`` and
-  ``DEST-dedup`` and logged in the final pass's dropped log; a document a slice found unique
-  and that is a near copy of another slice's gets the new verdict (kept, flagged).
+  the source's mapping, so the same sort works) and decides each kept document again against the
+  documents kept before it by *any* slice, in an embedded index holding their records from
+  ``DEST-dedup`` as they are: the decisions an unsliced run makes, over the documents the slices
+  kept.  A document is first checked from its record (``Deduplicator.check_record``: no parsing);
+  that verdict is the page's when it is an exact copy or has no candidate
+  (``dedup.deduplicator.SAME_FROM_RECORD``), and otherwise the document is parsed again from
+  ``DEST`` (which holds the source's fields) and decided from its own features, since a record
+  keeps only a sketch of the page's shingles and its heaviest terms.  A document that is now an
+  exact duplicate (a status of ``drop``) is deleted from ``DEST`` and ``DEST-dedup`` and logged in
+  the final pass's dropped log; a document whose verdict changed (a copy of another slice's
+  document) gets the new verdict (kept, flagged).
 
 What it gives: one copy per exact group, the earliest in the keep order, as one process keeps
 (content equality is transitive, so which slice saw a copy first does not matter); near copies
@@ -46,39 +51,18 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-import numpy as np
-
+from dedup.deduplicator import SAME_FROM_RECORD
 from dedup.droplog import append_events, drop_line, iso_now
-from dedup.features import Features
-from dedup.mrc import Signature
-from dedup.page import Page
 from dedup.record import Record
-from dedup.tdw import TermVector
 
 from .connect import Retrying
 from .reindex import Reindex, ReindexReport, _Sink
 from .search import pit_pages
 from .slicing import SLICE_FIELD, Registry, slices_name
 
-__all__ = ["SLICE_FIELD", "Registry", "merge", "pit_pages", "record_features", "slices_name"]
+__all__ = ["SLICE_FIELD", "Registry", "merge", "pit_pages", "slices_name"]
 
 log = logging.getLogger(__name__)
-
-
-def record_features(record: Record) -> tuple[Page, Features]:
-    """A page and its features rebuilt from a stored record: what ``Deduplicator.check`` reads
-    (the record keeps every array the decision compares; the page only says whether there was
-    text and carries the URL and title)."""
-    page = Page(url=record.url, title=record.title, text="recorded" if record.content_hash else "")
-    features = Features(
-        content_hash=record.content_hash, title_key=record.title_key,
-        tdw=TermVector(np.asarray(record.terms, dtype=np.uint64), np.asarray(record.weights, dtype=np.float32)),
-        simhash=int(record.simhash), chunks=np.asarray(record.chunks, dtype=np.uint64),
-        shingles=np.asarray(record.shingles, dtype=np.uint64),
-        shingle_count=int(record.extra.get("shingle_count", len(record.shingles))),
-        signature=Signature(np.asarray(record.signature, dtype=np.float32), record.ref_id),
-        sentences=int(record.sentences))
-    return page, features
 
 
 def _dest_in_order(es: Retrying, name: str, sort: list[dict[str, Any]], size: int
@@ -173,8 +157,9 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         if d.get("found"):
             r = Record.from_dict(d["_source"])
             records[str(r.extra.get("source_id"))] = r
-    drops: list[tuple[str, Any, Page, Record]] = []
+    drops: list[tuple[str, Any, Record]] = []
     updates: list[dict[str, Any]] = []
+    sources: dict[str, dict[str, Any]] | None = None  # the batch's documents, read when one must be parsed
     for hit in todo:
         sid = str(hit["_id"])
         report.processed += 1
@@ -182,32 +167,34 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         if record is None:  # kept without a record (a document that could not be read): nothing to compare
             report.kept += 1
             continue
-        page, features = record_features(record)
-        verdict = decider.check(page, features)
+        verdict = decider.check_record(record)
+        if verdict.rule not in SAME_FROM_RECORD:
+            # a candidate to compare: the record holds a sketch of the page's shingles and its heaviest
+            # terms, not the whole sets, so the page is built again (as its slice built it) and decided
+            # from its own features: the decision one process makes
+            if sources is None:
+                got_docs = es.call("read documents to decide again", c.mget, index=name, ids=[h["_id"] for h in todo])
+                sources = {d["_id"]: d for d in got_docs["docs"] if d.get("found")}
+            verdict = _decide_page(job, decider, sources.get(sid), verdict)
+            report.reparsed += 1
         old = (hit.get("_source") or {}).get("dedup") or {}
         if verdict.status in job.config.drop:
-            drops.append((sid, verdict, page, record))
+            drops.append((sid, verdict, record))
             continue
         report.kept += 1
-        if verdict.status != "unique" and old.get("status", "unique") == "unique":
-            # a near copy of another slice's document: flagged as one process flags it
+        if (verdict.status, verdict.duplicate_of) != (old.get("status", "unique"), old.get("duplicate_of")):
+            # a copy of another slice's document (or a closer one there): flagged as one process flags it
             new = {**old, **verdict.to_dict(), "slice": old.get("slice")}
             updates.append({"_op_type": "update", "_index": name, "_id": sid, "doc": {"dedup": new}})
             updates.append({"_op_type": "update", "_index": dedup_name(name), "_id": str(record.id),
                             "doc": {"status": verdict.status, "duplicate_of": verdict.duplicate_of}})
             report.flagged += 1
-            record.status, record.duplicate_of = verdict.status, verdict.duplicate_of
-        if verdict.status == "exact_duplicate":
-            record.status = verdict.status  # kept (a drop without exact copies): it claims nothing
-        es_id = record.id
-        record.id = 0
-        decider.index.add(record)
-        record.id = es_id
+        decider.add_record(record, verdict)  # a kept exact duplicate (a drop without exact copies) claims nothing
     if drops:
-        sources = es.call("read dropped documents", c.mget, index=name, ids=[s for s, *_ in drops])
-        by_id = {d["_id"]: d.get("_source") or {} for d in sources["docs"] if d.get("found")}
+        dropped = es.call("read dropped documents", c.mget, index=name, ids=[s for s, *_ in drops])
+        by_id = {d["_id"]: d.get("_source") or {} for d in dropped["docs"] if d.get("found")}
         entries = []
-        for sid, verdict, page, record in drops:
+        for sid, verdict, record in drops:
             source = {k: v for k, v in by_id.get(sid, {}).items() if k != "dedup"}
             item = {"id": sid, "url": record.url, "fetched_at": record.fetched_at,
                     "source_index": job.source_uri, "source": source}
@@ -222,6 +209,22 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         deletes += [{"_op_type": "delete", "_index": dedup_name(name), "_id": str(r.id)} for *_, r in drops]
         _bulk(es, deletes, "delete the documents the final pass dropped")
     _bulk(es, updates, "flag near copies across slices")
+
+
+def _decide_page(job: "Reindex", decider: Any, doc: dict[str, Any] | None, fallback: Any) -> Any:
+    """The verdict of a destination document built again into its page and features (the source's
+    fields are in it), or ``fallback`` (its record's verdict) when it cannot be read or built."""
+    if doc is None:
+        log.warning("Final pass: document gone from the destination; decided from its record")
+        return fallback
+    try:
+        page = job._page_maker()(doc)
+        features = decider.featurizer(page)
+    except Exception as exc:  # as in the slices: a bad document never ends the job
+        log.warning("Final pass: document %s could not be parsed again (%s); decided from its record",
+                    doc.get("_id"), exc)
+        return fallback
+    return decider.check(page, features)
 
 
 def _bulk(es: Retrying, actions: list[dict[str, Any]], what: str) -> None:
