@@ -1,0 +1,112 @@
+"""The faster feature code computes what the former code computed (issue 14 item 3): each replaced
+implementation is kept here, as it was, and compared on the sample site's pages and edge cases."""
+import pickle
+from collections import Counter
+from itertools import chain
+
+import numpy as np
+import pytest
+
+from dedup.features import Featurizer
+from dedup.page import Page, parse_page
+from dedup.simhash import chunk_simhashes, hash_terms
+from dedup.tdw import PRESETS, TermVector, field_texts, resolve_weights, term_weights
+from dedup.text import _CJK_RUN, _TOKEN, Normalizer, tokenize
+
+
+def former_tokenize(text: str) -> list[str]:
+    text = text.lower().replace("’", "'")
+    if not _CJK_RUN.search(text):
+        return _TOKEN.findall(text)
+    out: list[str] = []
+    for tok in _TOKEN.findall(text):
+        if _CJK_RUN.match(tok):
+            out.extend([tok] if len(tok) == 1 else [tok[i: i + 2] for i in range(len(tok) - 1)])
+        else:
+            out.append(tok)
+    return out
+
+
+def former_term_weights(page: Page, normalizer: Normalizer, weights, body_terms=None) -> TermVector:
+    total: dict[str, float] = {}
+    for name, texts in field_texts(page).items():
+        w = weights.get(name, 0.0)
+        if not w or not any(texts):
+            continue
+        if name == "body" and body_terms is not None:
+            counts = Counter(body_terms)
+        else:
+            counts = Counter(t for t in map(normalizer.term, tokenize("\n".join(texts))) if t)
+        for t, n in counts.items():
+            total[t] = total.get(t, 0) + n * w
+    return TermVector.from_counts({t: w for t, w in total.items() if w > 0})
+
+
+TEXTS = [
+    "Plain ASCII words, don't split it's 42 and x_y under_scores.",
+    "Ünïcödé café naïve résumé – l’été d’Arles",
+    "ΣΟΦΟΣ σοφός ΟΔΟΣ\nΟΔΟΣ end",  # final sigma, either side of a newline
+    "\u212a Kelvin sign lowers to ASCII k; İstanbul dotted capital",
+    "日本語のテキスト and English 中文 mixed\n韓국어 한국어",
+    "", "   ", "'''", "a'b' 'c d'e’f",
+]
+
+
+def _sample_pages() -> list[Page]:
+    from pathlib import Path
+
+    site = Path(__file__).resolve().parents[1] / "crawler" / "sample_site" / "pages"
+    return [parse_page(path.read_bytes(), f"http://site.test/{path.relative_to(site)}")
+            for path in sorted(site.rglob("*.html"))]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_tokenize_equals_the_former_pattern(text):
+    assert tokenize(text) == former_tokenize(text)
+
+
+def test_tokenize_of_joined_sentences_equals_sentence_by_sentence():
+    sentences = [t for text in TEXTS for t in text.split("\n")]
+    assert tokenize("\n".join(sentences)) == list(chain.from_iterable(map(tokenize, sentences)))
+
+
+def test_term_weights_equal_the_former_dict_sums():
+    norm = Normalizer(word_mapping=False)
+    page = Page(url="http://example.org/harbour-bridge", title="Harbour bridge", text="bridge bridge repairs\nx",
+                headings=[(1, "Bridge news"), (3, "More bridge")], bold=["bridge"], anchors_same=["bridge", "home"],
+                anchors_other=["bridge"], keywords="bridge", description="harbour")
+    odd = {"url": 0.3, "title": 0.7, "h1": 0.1, "h3": 1.3, "anchors_same": 0.45, "body": 1.1, "bold": 0.2}
+    for weights in (*PRESETS.values(), odd):
+        w = resolve_weights(weights)
+        new, old = term_weights(page, norm, w), former_term_weights(page, norm, w)
+        assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+    empty = term_weights(Page(url=""), norm, resolve_weights("tdw"))
+    assert len(empty) == 0 and empty.hashes.dtype == np.uint64 and empty.weights.dtype == np.float32
+
+
+def test_featurizer_equals_the_former_sentence_by_sentence_features():
+    fz = Featurizer()
+    pages = _sample_pages()
+    assert len(pages) > 10
+    for page in pages:
+        terms = fz.terms(page)
+        tokens = [tokenize(s) for s in page.sentences]
+        mapped = {t: fz.normalizer.term(t) for t in chain.from_iterable(tokens)}
+        sentence_terms = [[mapped[t] for t in ts if mapped[t]] for ts in tokens]
+        body = list(chain.from_iterable(sentence_terms))
+        assert terms.sentences == sentence_terms and terms.body == body
+        old = former_term_weights(page, fz.normalizer, fz.weights, body_terms=body)
+        assert np.array_equal(terms.tdw.hashes, old.hashes) and np.array_equal(terms.tdw.weights, old.weights)
+        f = fz.fingerprint(page, terms)
+        lengths = np.array([len(t) for t in sentence_terms], dtype=np.int64)
+        chunks = chunk_simhashes(hash_terms(body), np.repeat(np.arange(lengths.size), lengths), lengths.size)
+        assert np.array_equal(f.chunks, chunks[lengths > 0])
+
+
+def test_features_pickle_with_their_chunks_made():
+    page = _sample_pages()[0]
+    f = Featurizer()(page)
+    g = pickle.loads(pickle.dumps(f))
+    assert not callable(g._chunks) and np.array_equal(g.chunks, f.chunks)
+    assert (g.content_hash, g.simhash, g.shingle_count) == (f.content_hash, f.simhash, f.shingle_count)
+    assert np.array_equal(g.shingles, f.shingles) and np.array_equal(g.tdw.weights, f.tdw.weights)
