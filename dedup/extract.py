@@ -24,7 +24,7 @@ import lxml.etree
 import lxml.html
 
 __all__ = ["main_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little", "check_extractor", "teasers",
-           "title_links"]
+           "title_links", "element_text"]
 
 logger = logging.getLogger(__name__)
 _WS = re.compile(r"[ \t\r\f\v]+")
@@ -182,15 +182,22 @@ def _block_text(el: lxml.html.HtmlElement) -> str:
     return " ".join("".join(parts).split())
 
 
+def element_text(el: lxml.html.HtmlElement) -> str:
+    """``el.text_content()`` (an element's text, its tail excluded), read from ``el.text`` when it
+    has no child: the same string (all 132,197 such field elements of goldset-dev and negatives-dev)
+    at a tenth of the cost of text_content's XPath."""
+    return el.text_content() if len(el) else el.text or ""
+
+
 def title_links(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
     """The links (with an href) of _TITLE_WORDS words or more, in document order: teaser titles can
     only be among them (parse_page collects them in its one walk over the fields instead)."""
     return [a for a in tree.iter("a") if a.get("href") is not None
-            and len(a.text_content().split()) >= _TITLE_WORDS]
+            and len(element_text(a).split()) >= _TITLE_WORDS]
 
 
 def _has_text(el: lxml.html.HtmlElement) -> bool:
-    return bool(el.text_content().strip()) if isinstance(el.tag, str) else False
+    return bool(element_text(el).strip()) if isinstance(el.tag, str) else False
 
 
 def _teaser_of(title: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
@@ -245,7 +252,7 @@ def _listing(prose: str, tree: lxml.html.HtmlElement | None,
     items = teasers(tree, links)
     if not items:
         return None
-    blob = "\n".join(" ".join(el.text_content().split()) for el in items)
+    blob = "\n".join(" ".join(element_text(el).split()) for el in items)
     inside = sum(len(line) for line in lines if " ".join(line.split()) in blob)
     if inside < LISTING_SHARE * sum(len(line) for line in lines):
         return None

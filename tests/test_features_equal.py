@@ -110,3 +110,16 @@ def test_features_pickle_with_their_chunks_made():
     assert not callable(g._chunks) and np.array_equal(g.chunks, f.chunks)
     assert (g.content_hash, g.simhash, g.shingle_count) == (f.content_hash, f.simhash, f.shingle_count)
     assert np.array_equal(g.shingles, f.shingles) and np.array_equal(g.tdw.weights, f.tdw.weights)
+
+
+def test_element_text_equals_text_content():
+    from dedup.extract import element_text, lxml_tree
+
+    tree = lxml_tree("<html><head><title> A &amp; B </title></head><body><h1>Plain</h1>"
+                     "<h2>x<!-- gone -->y &eacute; z</h2><a href='/'>one <b>two</b> three</a>tail"
+                     "<a href='/e'></a><b>\n spaced \n</b><strong><?php echo 1; ?>pi</strong>"
+                     "<h3><span>nested</span> text</h3><a href='x'>caf\u00e9 na\u00efve</a></body></html>")
+    elements = list(tree.iter("title", "h1", "h2", "h3", "a", "b", "strong"))
+    assert len(elements) == 10
+    for el in elements:
+        assert element_text(el) == el.text_content()
