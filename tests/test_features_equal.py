@@ -123,3 +123,18 @@ def test_element_text_equals_text_content():
     assert len(elements) == 10
     for el in elements:
         assert element_text(el) == el.text_content()
+
+
+def test_parsed_tree_is_lxml_html_with_its_methods():
+    # the parser picks HtmlElement for every element in C (no form classes): the tree still has
+    # lxml.html's API, which the fields walk, the listing reader and trafilatura use
+    import lxml.html
+
+    from dedup.extract import lxml_tree, trafilatura_text
+
+    html = ("<html><body><form><input name='q'></form><article><h1>Title here</h1>"
+            + "<p>" + "A sentence of the story that goes on for a while. " * 30 + "</p></article></body></html>")
+    tree = lxml_tree(html)
+    assert all(isinstance(el, lxml.html.HtmlElement) for el in tree.iter())
+    assert tree.text_content() == lxml.html.document_fromstring(html).text_content()
+    assert trafilatura_text(html, tree) == trafilatura_text(html, lxml.html.document_fromstring(html))
