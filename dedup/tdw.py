@@ -114,10 +114,10 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
 
     Summed by term hash with numpy: per field, each distinct term's count x the field weight, then
     the fields' products added in field order (the order the former dict of sums added them in, so
-    the float sums are the same, tests/test_tdw_reducer.py).
+    the float sums are the same, tests/test_features_equal.py).
     """
     parts: list[np.ndarray] = []
-    amounts: list[np.ndarray] = []
+    field_weights: list[float] = []
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
@@ -131,13 +131,21 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
             mapped = normalizer.term_map(list(dict.fromkeys(tokens)))
             hashes = hash_terms(list(filter(None, map(mapped.__getitem__, tokens))))
         if hashes.size:
-            field_terms, counts = np.unique(hashes, return_counts=True)
-            parts.append(field_terms)
-            amounts.append(counts * float(w))
+            parts.append(hashes)
+            field_weights.append(float(w))
     if not parts:
         return TermVector(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32))
-    terms, inverse = np.unique(np.concatenate(parts), return_inverse=True)
-    total = np.bincount(inverse, weights=np.concatenate(amounts), minlength=terms.size)
+    hashes = np.concatenate(parts)
+    fields = np.repeat(np.arange(len(parts)), [p.size for p in parts])
+    order = np.lexsort((fields, hashes))  # by term, then field
+    hashes, fields = hashes[order], fields[order]
+    # runs of one term in one field: count x weight
+    run = np.flatnonzero(np.concatenate(([True], (hashes[1:] != hashes[:-1]) | (fields[1:] != fields[:-1]))))
+    amounts = np.diff(np.append(run, hashes.size)) * np.array(field_weights)[fields[run]]
+    run_terms = hashes[run]
+    first = np.concatenate(([True], run_terms[1:] != run_terms[:-1]))
+    terms = run_terms[first]
+    total = np.bincount(np.cumsum(first) - 1, weights=amounts, minlength=terms.size)  # in field order
     keep = total > 0
     return TermVector(terms[keep], total[keep].astype(np.float32))
 

@@ -138,3 +138,26 @@ def test_parsed_tree_is_lxml_html_with_its_methods():
     assert all(isinstance(el, lxml.html.HtmlElement) for el in tree.iter())
     assert tree.text_content() == lxml.html.document_fromstring(html).text_content()
     assert trafilatura_text(html, tree) == trafilatura_text(html, lxml.html.document_fromstring(html))
+
+
+def test_term_weights_equal_the_former_on_random_pages_and_weights():
+    import random
+
+    from dedup.tdw import FIELDS
+
+    rng = random.Random(5)
+    norm = Normalizer(word_mapping=False)
+    words = "bridge harbour repairs ferry ferries closed council river night crossing the of x y z".split()
+
+    def text(n):
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    for _ in range(200):
+        page = Page(url=f"http://example.org/{text(3).replace(' ', '-')}", title=text(4), text=text(60),
+                    keywords=text(3), description=text(8), bold=[text(2) for _ in range(rng.randint(0, 4))],
+                    headings=[(rng.randint(1, 6), text(3)) for _ in range(rng.randint(0, 5))],
+                    anchors_same=[text(2) for _ in range(rng.randint(0, 20))],
+                    anchors_other=[text(2) for _ in range(rng.randint(0, 5))])
+        weights = resolve_weights({f: rng.choice([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3]) for f in FIELDS})
+        new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
+        assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
