@@ -80,6 +80,17 @@ _LEGAL = re.compile(r"\u00a9|\(c\) ?(?:19|20)\d\d|\ball rights reserved\b|\bmay 
                     re.IGNORECASE)
 
 
+def _legal(line: str) -> bool:
+    """``_LEGAL`` matches ``line``. An ASCII line without "(c)", "rights reserved" or "published" in
+    any case cannot match (IGNORECASE on ASCII is lowercasing), and most lines have none: the
+    regex then is not run (outside ASCII, IGNORECASE also matches e.g. the long s: regex alone)."""
+    if line.isascii():
+        lower = line.lower()
+        if "(c)" not in lower and "rights reserved" not in lower and "published" not in lower:
+            return False
+    return _LEGAL.search(line) is not None
+
+
 def _prose(text: str, headings: Collection[str] = ()) -> str:
     """The lines of ``text`` with at least MIN_WORDS words and no legal notice, and the ``headings``
     lines that introduce them (one comes within the next HEADING_REACH lines: a headline over a
@@ -89,7 +100,7 @@ def _prose(text: str, headings: Collection[str] = ()) -> str:
     kept = []
     for i, line in enumerate(lines):
         if _is_prose(line):
-            if _LEGAL.search(line) is None:
+            if not _legal(line):
                 kept.append(line)
         elif line in headings:
             if any(map(_is_prose, lines[i + 1: i + 1 + HEADING_REACH])):

@@ -161,3 +161,26 @@ def test_term_weights_equal_the_former_on_random_pages_and_weights():
         weights = resolve_weights({f: rng.choice([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3]) for f in FIELDS})
         new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
         assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+
+
+def test_normalise_texts_equals_normalise_text_one_by_one():
+    import random
+
+    from dedup.keys import normalise_text, normalise_texts
+
+    rng = random.Random(11)
+    alphabet = "abcXYZ019 \t\r\n.,'-_é©"
+    for _ in range(2000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 6))]
+        assert normalise_texts(texts) == [normalise_text(t) for t in texts]
+    assert normalise_texts([]) == [] and normalise_texts([""]) == [""] and normalise_texts(["", ""]) == ["", ""]
+
+
+@pytest.mark.parametrize("line", ["Copyright (C) 2007 Example Inc. All Rights Reserved.", "(c)2019 x",
+                                  "This material may not be republished, rewritten", "\u00a9 2020 News",
+                                  "A plain line of prose with nothing legal in it at all", "ALL RIGHTS RESERVED",
+                                  "all right\u017f reserved", "(C) 1999", "may not be PUBLISHED", "published alone"])
+def test_legal_prefilter_equals_the_regex(line):
+    from dedup.extract import _LEGAL, _legal
+
+    assert _legal(line) == (_LEGAL.search(line) is not None)
