@@ -184,3 +184,22 @@ def test_legal_prefilter_equals_the_regex(line):
     from dedup.extract import _LEGAL, _legal
 
     assert _legal(line) == (_LEGAL.search(line) is not None)
+
+
+def test_sorted_common_equals_the_former():
+    from dedup.bits import sorted_common
+
+    def former(a, b):
+        if a.size == 0 or b.size == 0:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        pos = b.searchsorted(a)
+        pos[pos == b.size] = 0
+        ia = np.flatnonzero(b[pos] == a)
+        return ia, pos[ia]
+
+    rng = np.random.default_rng(1)
+    for _ in range(3000):
+        a = np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.uint32)
+        b = np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.uint32)
+        (ia, ib), (fa, fb) = sorted_common(a, b), former(a, b)
+        assert np.array_equal(ia, fa) and np.array_equal(ib, fb) and ia.dtype == fa.dtype and ib.dtype == fb.dtype
