@@ -4,7 +4,8 @@ trafilatura (~20 ms) as the fallback for pages where they find too little prose,
 ``extractor``: ``"resiliparse"`` (default), ``"trafilatura"``, or ``"auto"`` (an alias of
 ``resiliparse``: the fast extractor, then trafilatura when :func:`too_little` says it failed).
 
-Two repairs make the fast extract a page's text rather than a bag of long lines (docs/notes-fast2.md):
+Two repairs make the fast extract a page's text rather than a bag of long lines (docs/choices.md,
+"Main-text extraction"):
 
 * **listings**: a search-result, tag or section page is a list of teasers (a title link, a snippet,
   a date), and resiliparse keeps only the snippets long enough to be prose, so a result page quoting
