@@ -72,8 +72,8 @@ def main(argv=None) -> int:
             raw = timed("resiliparse main content", extract_plain_text, article or text, **ex._RESILIPARSE)
             prose = timed("prose and heading lines", lambda: ex._prose(ex._lines(raw), heads))
             listing = timed("listing reader (teasers)", ex._listing, prose, tree, links)
-            if listing is not None:
-                main, method = listing, "listing"
+            if listing is not None:  # the teasers' text, or (text, method) where the reader returns that
+                main, method = listing if isinstance(listing, tuple) else (listing, "listing")
             elif ex.too_little(prose):
                 main, method = timed("trafilatura fallback", slow_extract, text, tree, heads, links)
             else:
