@@ -35,7 +35,8 @@ def sorted_common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     a binary search of ``a``'s values in ``b``, cheaper than ``np.intersect1d`` for a few hundred."""
     if a.size == 0 or b.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    pos = b.searchsorted(a)
-    pos[pos == b.size] = 0  # past the end: compared with b[0], which is then smaller (never equal)
-    ia = np.flatnonzero(b[pos] == a)
+    # past the end: compared with b's last value, which is then smaller (never equal); the array
+    # methods, not np.flatnonzero's Python wrapper: this runs ~30 times a page on ~100 values
+    pos = np.minimum(b.searchsorted(a), b.size - 1)
+    ia = (b[pos] == a).nonzero()[0]
     return ia, pos[ia]

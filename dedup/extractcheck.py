@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 import lxml.html
 
 from .extract import main_text, trafilatura_text
-from .keys import normalise_text
+from .keys import normalise_texts
 
 __all__ = ["navigation_share", "list_share", "densest_block", "checked_text", "checked_main_text", "NAV_SHARE",
            "MIN_CHARS"]
@@ -35,12 +35,11 @@ _WS = re.compile(r"\s+")
 
 def navigation_share(text: str, anchors: Iterable[str]) -> float:
     """The share of ``text``'s characters in lines that are link labels (or runs of them)."""
-    labels = {normalise_text(a) for a in anchors}
+    labels = set(normalise_texts(list(anchors)))
     labels.discard("")
     words = {w for label in labels for w in label.split()}
     total = nav = 0
-    for line in text.split("\n"):
-        norm = normalise_text(line)
+    for norm in normalise_texts(text.split("\n")):
         if not norm:
             continue
         total += len(norm)

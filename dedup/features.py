@@ -14,9 +14,7 @@ their navigation.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import chain
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -31,25 +29,58 @@ from .text import Normalizer, tokenize
 __all__ = ["Features", "Featurizer", "PageTerms"]
 
 
-@dataclass
 class PageTerms:
-    """The normalised terms of a page: per sentence of the main text, and the TDW vector."""
+    """The normalised terms of a page: the main text's (``body``, with their hashes), per sentence
+    (made on first use), and the TDW vector."""
 
-    sentences: list[list[str]]
-    tdw: TermVector
+    __slots__ = ("body", "body_hashes", "tdw", "_lines", "_mapped", "_sentences")
+
+    def __init__(self, body: list[str], body_hashes: np.ndarray, tdw: TermVector, lines: list[str],
+                 mapped: Mapping[str, str]) -> None:
+        self.body, self.body_hashes, self.tdw = body, body_hashes, tdw
+        self._lines, self._mapped = lines, mapped  # the page's sentences, token -> term of every token
+        self._sentences: list[list[str]] | None = None
+
+    @property
+    def sentences(self) -> list[list[str]]:
+        """The terms of each sentence of the main text (together, ``body``)."""
+        if self._sentences is None:
+            term = self._mapped.__getitem__
+            self._sentences = [list(filter(None, map(term, tokenize(s)))) for s in self._lines]
+        return self._sentences
 
 
-@dataclass
 class Features:
-    content_hash: str
-    title_key: str
-    tdw: TermVector
-    simhash: int
-    chunks: np.ndarray
-    shingles: np.ndarray
-    shingle_count: int
-    signature: Signature
-    sentences: int
+    """A page's keys, fingerprints and signature. ``chunks`` (one simhash per sentence, seed 003)
+    may be given as a function that makes them: they are made on first use (a record keeps none,
+    so a crawl's check never reads them) or when the features are pickled (to a worker's caller)."""
+
+    __slots__ = ("content_hash", "title_key", "tdw", "simhash", "_chunks", "shingles", "shingle_count",
+                 "signature", "sentences")
+
+    def __init__(self, content_hash: str, title_key: str, tdw: TermVector, simhash: int,
+                 chunks: np.ndarray | Callable[[], np.ndarray], shingles: np.ndarray, shingle_count: int,
+                 signature: Signature, sentences: int) -> None:
+        self.content_hash, self.title_key, self.tdw, self.simhash = content_hash, title_key, tdw, simhash
+        self._chunks = chunks
+        self.shingles, self.shingle_count, self.signature, self.sentences = shingles, shingle_count, signature, sentences
+
+    @property
+    def chunks(self) -> np.ndarray:
+        if callable(self._chunks):
+            self._chunks = self._chunks()
+        return self._chunks
+
+    def __getstate__(self) -> dict:
+        return {name: getattr(self, "chunks" if name == "_chunks" else name) for name in self.__slots__}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return (f"Features(content_hash={self.content_hash!r}, title_key={self.title_key!r}, "
+                f"simhash={self.simhash}, shingle_count={self.shingle_count}, sentences={self.sentences})")
 
     def _extra(self, page: Page) -> dict:
         extra: dict = {}
@@ -94,22 +125,26 @@ class Featurizer:
     def terms(self, page: Page) -> PageTerms:
         """Normalised terms (stop words removed, words mapped, stemmed) and the TDW vector."""
         norm = self.normalizer
-        # norm.terms() of every sentence, with each distinct token normalised once per page
-        tokens = [tokenize(s) for s in page.sentences]
-        mapped = norm.term_map(list(dict.fromkeys(chain.from_iterable(tokens))))
-        sentence_terms = [list(filter(None, map(mapped.__getitem__, ts))) for ts in tokens]
-        body = list(chain.from_iterable(sentence_terms))
-        return PageTerms(sentence_terms, term_weights(page, norm, self.weights, body_terms=body))
+        # the sentences tokenised in one call (no token spans a newline: the same tokens as
+        # sentence by sentence), each distinct token normalised once per page
+        tokens = tokenize("\n".join(page.sentences))
+        mapped = norm.term_map(list(dict.fromkeys(tokens)))
+        body = list(filter(None, map(mapped.__getitem__, tokens)))
+        body_hashes = hash_terms(body)
+        tdw = term_weights(page, norm, self.weights, body_terms=body, body_hashes=body_hashes)
+        return PageTerms(body, body_hashes, tdw, list(page.sentences), mapped)
 
     def fingerprint(self, page: Page, terms: PageTerms) -> Features:
         """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
-        sentence_terms = terms.sentences
-        lengths = np.fromiter((len(t) for t in sentence_terms), dtype=np.int64, count=len(sentence_terms))
-        body_hashes = hash_terms(list(chain.from_iterable(sentence_terms)))
-        chunks = chunk_simhashes(body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
-        chunks = chunks[lengths > 0]
+        body_hashes = terms.body_hashes
         shingles = np.unique(shingle_hashes(body_hashes, self.shingle))  # sorted, distinct
         tdw = terms.tdw
+
+        def chunks() -> np.ndarray:
+            lengths = np.fromiter(map(len, terms.sentences), dtype=np.int64, count=len(terms.sentences))
+            made = chunk_simhashes(body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
+            return made[lengths > 0]
+
         return Features(
             content_hash=content_hash(page.text),
             title_key=title_key(page.title, page.anchor_count),

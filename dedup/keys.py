@@ -6,7 +6,7 @@ import unicodedata
 
 import xxhash
 
-__all__ = ["normalise_text", "content_hash", "title_key"]
+__all__ = ["normalise_text", "normalise_texts", "content_hash", "title_key"]
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
@@ -23,6 +23,18 @@ def normalise_text(text: str) -> str:
         # tenth of the regex's time on a page's main text
         return " ".join(text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split())
     return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+#: _ASCII_WORDS with the newline kept: several texts normalised in one translate
+_ASCII_LINES = _ASCII_WORDS[:10] + b"\n" + _ASCII_WORDS[11:]
+
+
+def normalise_texts(texts: list[str]) -> list[str]:
+    """``[normalise_text(t) for t in texts]``; texts without newlines, all ASCII, in one translate."""
+    joined = "\n".join(texts)
+    if not joined.isascii() or joined.count("\n") != len(texts) - 1:
+        return [normalise_text(t) for t in texts]
+    return [" ".join(part.split()) for part in joined.encode("ascii").translate(_ASCII_LINES).decode("ascii").split("\n")]
 
 
 def content_hash(text: str) -> str:

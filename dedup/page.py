@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, unquote
 import lxml.html
 
 from .encoding import decode_html
-from .extract import DEFAULT_EXTRACTOR, check_extractor, lxml_tree
+from .extract import DEFAULT_EXTRACTOR, check_extractor, element_text, lxml_tree
 from .extractcheck import checked_main_text, list_share
 from .text import split_sentences
 
@@ -174,14 +174,14 @@ def _fields(tree: lxml.html.HtmlElement, page: Page) -> list[lxml.html.HtmlEleme
             if href is None:
                 continue
             anchors += 1
-            label = _clean(el.text_content())
+            label = _clean(element_text(el))
             if label:
                 if label.count(" ") >= 2:
                     titles.append(el)
                 host = _href_host(href.strip(), own)
                 (page.anchors_same if host == own else page.anchors_other).append(label)
         elif tag == "b" or tag == "strong":
-            bold = _clean(el.text_content())
+            bold = _clean(element_text(el))
             if bold:
                 page.bold.append(bold)
         elif tag == "meta":
@@ -197,9 +197,9 @@ def _fields(tree: lxml.html.HtmlElement, page: Page) -> list[lxml.html.HtmlEleme
             if title is None:
                 title = el
         else:
-            heading = _clean(el.text_content())
+            heading = _clean(element_text(el))
             if heading:
                 page.headings.append((int(tag[1]), heading))
-    page.title = _clean(title.text_content()) if title is not None else ""
+    page.title = _clean(element_text(title)) if title is not None else ""
     page.anchor_count = anchors
     return titles

@@ -15,7 +15,6 @@ A custom mapping of these names to non-negative weights is accepted.
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Mapping
 
 import numpy as np
@@ -107,31 +106,48 @@ class TermVector:
 
 
 def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float],
-                 body_terms: list[str] | None = None) -> TermVector:
+                 body_terms: list[str] | None = None, body_hashes: np.ndarray | None = None) -> TermVector:
     """The TDW vector of ``page``: sum over fields of frequency x field weight.
 
-    ``body_terms``: the main text's normalised terms when the caller has them already.
+    ``body_terms``: the main text's normalised terms when the caller has them already;
+    ``body_hashes``: their :func:`~dedup.simhash.hash_terms`, when the caller has those too.
+
+    Summed by term hash with numpy: per field, each distinct term's count x the field weight, then
+    the fields' products added in field order (the order the former dict of sums added them in, so
+    the float sums are the same, tests/test_features_equal.py).
     """
-    total: dict[str, float] = {}  # a plain dict: Counter's __missing__ is a Python call per new term
-    get = total.get
+    parts: list[np.ndarray] = []
+    field_weights: list[float] = []
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
             continue
         if name == "body" and body_terms is not None:
-            counts = Counter(body_terms)
+            hashes = hash_terms(body_terms) if body_hashes is None else body_hashes
         else:
-            # the same counts as Counter(normalizer.terms(text) for every text), cheaper: the
-            # field's texts are tokenised in one call (no token spans a newline) and each
-            # distinct token is normalised once
-            counts = {}
-            tokens = Counter(tokenize("\n".join(texts)))
-            for (token, n), t in zip(tokens.items(), normalizer.term_map(list(tokens)).values()):
-                if t:
-                    counts[t] = counts.get(t, 0) + n
-        for t, n in counts.items():
-            total[t] = get(t, 0) + n * w
-    return TermVector.from_counts({t: w for t, w in total.items() if w > 0})
+            # the field's texts tokenised in one call (no token spans a newline), each distinct
+            # token normalised once
+            tokens = tokenize("\n".join(texts))
+            mapped = normalizer.term_map(list(dict.fromkeys(tokens)))
+            hashes = hash_terms(list(filter(None, map(mapped.__getitem__, tokens))))
+        if hashes.size:
+            parts.append(hashes)
+            field_weights.append(float(w))
+    if not parts:
+        return TermVector(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32))
+    hashes = np.concatenate(parts)
+    fields = np.repeat(np.arange(len(parts)), [p.size for p in parts])
+    order = np.lexsort((fields, hashes))  # by term, then field
+    hashes, fields = hashes[order], fields[order]
+    # runs of one term in one field: count x weight
+    run = np.flatnonzero(np.concatenate(([True], (hashes[1:] != hashes[:-1]) | (fields[1:] != fields[:-1]))))
+    amounts = np.diff(np.append(run, hashes.size)) * np.array(field_weights)[fields[run]]
+    run_terms = hashes[run]
+    first = np.concatenate(([True], run_terms[1:] != run_terms[:-1]))
+    terms = run_terms[first]
+    total = np.bincount(np.cumsum(first) - 1, weights=amounts, minlength=terms.size)  # in field order
+    keep = total > 0
+    return TermVector(terms[keep], total[keep].astype(np.float32))
 
 
 def cosine(a: TermVector, b: TermVector) -> float:

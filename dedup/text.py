@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CJK_RUN = re.compile(rf"[{_CJK}]")
+# _TOKEN's matches in a text without CJK (its first alternative cannot match there), and in ASCII
+# text (where [^\W_] is [a-z0-9] once lowercased): the same tokens, found faster (tests/test_text.py)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u00C0-\u024F" + _CJK + r"])")
 
 _ADJ_MARKER = re.compile(r"\([^()]*\)$")  # as nltk strips it
@@ -71,8 +75,10 @@ def _nltk():
 def tokenize(text: str) -> list[str]:
     """Lowercased word tokens; CJK runs become character bigrams (a lone character stays)."""
     text = text.lower().replace("’", "'")  # the token pattern takes either apostrophe inside a word
+    if text.isascii():
+        return _ASCII_WORD.findall(text)  # the common case: one C-level call
     if not _CJK_RUN.search(text):
-        return _TOKEN.findall(text)  # the common case: no CJK, one C-level call
+        return _WORD.findall(text)
     out: list[str] = []
     for tok in _TOKEN.findall(text):
         if _CJK_RUN.match(tok):

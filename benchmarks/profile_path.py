@@ -1,0 +1,141 @@
+"""Where the time of HTML -> verdict goes, step by step (issue 14 items 3 and 5), on goldset-dev.
+
+Every page, in the online metric's order, goes through ``parse_page``'s steps one by one (decoding,
+the lxml parse, the tagged fields, resiliparse's main content, the prose and heading lines, the
+listing reader, the trafilatura fallback when the fast extract is too short, the navigation check,
+sentences), then ``Deduplicator.process``'s (features, fingerprints, the check against the embedded
+index, the insert), each timed by its CPU time (``time.process_time``; on shared cores wall time
+measures the other tenants). The page the steps make is compared with ``parse_page``'s, so these
+figures are of the real path: the run stops if the two differ. One pass, as a crawl (and
+``bench_throughput.py``) goes: the word cache starts cold. Then ``--warm N`` passes of the steps after
+extraction over the same pages, each into a new empty index with the word cache kept (as in a long
+crawl), give the after-extraction figures of issue 14 item 3 on their own.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+import common
+
+
+def main(argv=None) -> int:
+    p = common.parser(__doc__)
+    common.goldset_arg(p)
+    p.add_argument("--limit", type=int, default=None, help="pages (default: all; --quick: 40)")
+    p.add_argument("--warm", type=int, default=3, help="warm passes after extraction (default 3)")
+    args = p.parse_args(argv)
+    if common.goldset_missing(args.goldset):
+        print(common.goldset_missing(args.goldset))
+        return 0
+    from resiliparse.extract.html2text import extract_plain_text
+
+    from dedup import extract as ex
+    from dedup import page as pg
+    from dedup.deduplicator import Deduplicator
+    from dedup.encoding import decode_html
+    from dedup.extractcheck import checked_text, list_share
+    from dedup.text import split_sentences
+    from index.local import LocalIndex
+
+    pages = common.goldset_pages(args.goldset, args.seed, args.limit or (40 if args.quick else None))
+    tmp = Path(tempfile.mkdtemp(prefix="profile-path-"))
+    index = LocalIndex(tmp / "index")
+    dedup = Deduplicator(index)
+    fz = dedup.featurizer
+    fz(pg.parse_page(pages[0][2], "http://warm.invalid/"))  # WordNet, punkt and resiliparse load on first use
+    spent: dict[str, float] = defaultdict(float)
+    clock = time.process_time
+
+    def timed(name, f, *a, **k):
+        c = clock()
+        out = f(*a, **k)
+        spent[name] += clock() - c
+        return out
+
+    def slow_extract(text, tree, heads, links):
+        return ex.main_text(text, tree, headings=heads, links=links)
+
+    parsed = []
+    try:
+        for _, url, html in pages:
+            text, encoding = timed("decode", decode_html, html, None)
+            page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
+            tree = timed("lxml parse", ex.lxml_tree, text)
+            links = timed("tagged fields", pg._fields, tree, page)
+            heads = {h for _, h in page.headings}
+            article = ex._article(tree)
+            raw = timed("resiliparse main content", extract_plain_text, article or text, **ex._RESILIPARSE)
+            prose = timed("prose and heading lines", lambda: ex._prose(ex._lines(raw), heads))
+            listing = timed("listing reader (teasers)", ex._listing, prose, tree, links)
+            if listing is not None:  # the teasers' text, or (text, method) where the reader returns that
+                main, method = listing if isinstance(listing, tuple) else (listing, "listing")
+            elif ex.too_little(prose):
+                main, method = timed("trafilatura fallback", slow_extract, text, tree, heads, links)
+            else:
+                main, method = prose, "resiliparse"
+            others = (("trafilatura", lambda: ex.trafilatura_text(text, tree)),) if method == "resiliparse" else ()
+            page.text, page.extraction = timed("navigation check", checked_text, main, method,
+                                               page.anchors_same + page.anchors_other, tree, others)
+            page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
+            page.sentences = timed("sentences (punkt)", split_sentences, page.text)
+            if asdict(page) != asdict(pg.parse_page(html, url)):
+                raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
+            parsed.append(page)
+            terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
+            features = timed("fingerprints (keys, shingles, simhash, MRC)", fz.fingerprint, page, terms)
+            verdict = timed("check (search + verification)", dedup.check, page, features)
+            if verdict.status not in dedup.config.drop:
+                timed("insert", dedup.add, page, features, verdict)
+    finally:
+        index.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    warm = [_warm_pass(parsed, fz, Deduplicator, LocalIndex) for _ in range(args.warm)]
+    n = len(pages)
+    after = ("features", "fingerprints", "check", "insert")
+    print(f"{n} pages, seed {args.seed}, CPU ms/page")
+    for name, seconds in spent.items():
+        print(f"  {name:55s} {seconds / n * 1e3:7.3f}")
+    before = sum(s for k, s in spent.items() if not k.startswith(after))
+    print(f"  {'= HTML -> page (extraction)':55s} {before / n * 1e3:7.3f}")
+    print(f"  {'= after extraction (features .. insert)':55s} {(sum(spent.values()) - before) / n * 1e3:7.3f}")
+    if warm:
+        print(f"after extraction, warm word cache, a new index each pass ({len(warm)} passes), CPU ms/page:")
+        for name in warm[0]:
+            print(f"  {name:55s} " + " ".join(f"{w[name] / n * 1e3:7.3f}" for w in warm))
+    return 0
+
+
+def _warm_pass(pages, featurizer, deduplicator, local_index) -> dict[str, float]:
+    """CPU seconds of each step after extraction over ``pages``, into a new empty index."""
+    tmp = Path(tempfile.mkdtemp(prefix="profile-path-warm-"))
+    index = local_index(tmp / "index")
+    dedup = deduplicator(index, featurizer=featurizer)
+    clock = time.process_time
+    spent = dict.fromkeys(("features", "fingerprints", "check", "insert", "= after extraction"), 0.0)
+    try:
+        for page in pages:
+            c0 = clock()
+            terms = featurizer.terms(page)
+            c1 = clock()
+            features = featurizer.fingerprint(page, terms)
+            c2 = clock()
+            verdict = dedup.check(page, features)
+            c3 = clock()
+            if verdict.status not in dedup.config.drop:
+                dedup.add(page, features, verdict)
+            c4 = clock()
+            for name, seconds in zip(spent, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c4 - c0)):
+                spent[name] += seconds
+    finally:
+        index.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return spent
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

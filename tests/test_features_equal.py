@@ -1,0 +1,205 @@
+"""The faster feature code computes what the former code computed (issue 14 item 3): each replaced
+implementation is kept here, as it was, and compared on the sample site's pages and edge cases."""
+import pickle
+from collections import Counter
+from itertools import chain
+
+import numpy as np
+import pytest
+
+from dedup.features import Featurizer
+from dedup.page import Page, parse_page
+from dedup.simhash import chunk_simhashes, hash_terms
+from dedup.tdw import PRESETS, TermVector, field_texts, resolve_weights, term_weights
+from dedup.text import _CJK_RUN, _TOKEN, Normalizer, tokenize
+
+
+def former_tokenize(text: str) -> list[str]:
+    text = text.lower().replace("’", "'")
+    if not _CJK_RUN.search(text):
+        return _TOKEN.findall(text)
+    out: list[str] = []
+    for tok in _TOKEN.findall(text):
+        if _CJK_RUN.match(tok):
+            out.extend([tok] if len(tok) == 1 else [tok[i: i + 2] for i in range(len(tok) - 1)])
+        else:
+            out.append(tok)
+    return out
+
+
+def former_term_weights(page: Page, normalizer: Normalizer, weights, body_terms=None) -> TermVector:
+    total: dict[str, float] = {}
+    for name, texts in field_texts(page).items():
+        w = weights.get(name, 0.0)
+        if not w or not any(texts):
+            continue
+        if name == "body" and body_terms is not None:
+            counts = Counter(body_terms)
+        else:
+            counts = Counter(t for t in map(normalizer.term, tokenize("\n".join(texts))) if t)
+        for t, n in counts.items():
+            total[t] = total.get(t, 0) + n * w
+    return TermVector.from_counts({t: w for t, w in total.items() if w > 0})
+
+
+TEXTS = [
+    "Plain ASCII words, don't split it's 42 and x_y under_scores.",
+    "Ünïcödé café naïve résumé – l’été d’Arles",
+    "ΣΟΦΟΣ σοφός ΟΔΟΣ\nΟΔΟΣ end",  # final sigma, either side of a newline
+    "\u212a Kelvin sign lowers to ASCII k; İstanbul dotted capital",
+    "日本語のテキスト and English 中文 mixed\n韓국어 한국어",
+    "", "   ", "'''", "a'b' 'c d'e’f",
+]
+
+
+def _sample_pages() -> list[Page]:
+    from pathlib import Path
+
+    site = Path(__file__).resolve().parents[1] / "crawler" / "sample_site" / "pages"
+    return [parse_page(path.read_bytes(), f"http://site.test/{path.relative_to(site)}")
+            for path in sorted(site.rglob("*.html"))]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_tokenize_equals_the_former_pattern(text):
+    assert tokenize(text) == former_tokenize(text)
+
+
+def test_tokenize_of_joined_sentences_equals_sentence_by_sentence():
+    sentences = [t for text in TEXTS for t in text.split("\n")]
+    assert tokenize("\n".join(sentences)) == list(chain.from_iterable(map(tokenize, sentences)))
+
+
+def test_term_weights_equal_the_former_dict_sums():
+    norm = Normalizer(word_mapping=False)
+    page = Page(url="http://example.org/harbour-bridge", title="Harbour bridge", text="bridge bridge repairs\nx",
+                headings=[(1, "Bridge news"), (3, "More bridge")], bold=["bridge"], anchors_same=["bridge", "home"],
+                anchors_other=["bridge"], keywords="bridge", description="harbour")
+    odd = {"url": 0.3, "title": 0.7, "h1": 0.1, "h3": 1.3, "anchors_same": 0.45, "body": 1.1, "bold": 0.2}
+    for weights in (*PRESETS.values(), odd):
+        w = resolve_weights(weights)
+        new, old = term_weights(page, norm, w), former_term_weights(page, norm, w)
+        assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+    empty = term_weights(Page(url=""), norm, resolve_weights("tdw"))
+    assert len(empty) == 0 and empty.hashes.dtype == np.uint64 and empty.weights.dtype == np.float32
+
+
+def test_featurizer_equals_the_former_sentence_by_sentence_features():
+    fz = Featurizer()
+    pages = _sample_pages()
+    assert len(pages) > 10
+    for page in pages:
+        terms = fz.terms(page)
+        tokens = [tokenize(s) for s in page.sentences]
+        mapped = {t: fz.normalizer.term(t) for t in chain.from_iterable(tokens)}
+        sentence_terms = [[mapped[t] for t in ts if mapped[t]] for ts in tokens]
+        body = list(chain.from_iterable(sentence_terms))
+        assert terms.sentences == sentence_terms and terms.body == body
+        old = former_term_weights(page, fz.normalizer, fz.weights, body_terms=body)
+        assert np.array_equal(terms.tdw.hashes, old.hashes) and np.array_equal(terms.tdw.weights, old.weights)
+        f = fz.fingerprint(page, terms)
+        lengths = np.array([len(t) for t in sentence_terms], dtype=np.int64)
+        chunks = chunk_simhashes(hash_terms(body), np.repeat(np.arange(lengths.size), lengths), lengths.size)
+        assert np.array_equal(f.chunks, chunks[lengths > 0])
+
+
+def test_features_pickle_with_their_chunks_made():
+    page = _sample_pages()[0]
+    f = Featurizer()(page)
+    g = pickle.loads(pickle.dumps(f))
+    assert not callable(g._chunks) and np.array_equal(g.chunks, f.chunks)
+    assert (g.content_hash, g.simhash, g.shingle_count) == (f.content_hash, f.simhash, f.shingle_count)
+    assert np.array_equal(g.shingles, f.shingles) and np.array_equal(g.tdw.weights, f.tdw.weights)
+
+
+def test_element_text_equals_text_content():
+    from dedup.extract import element_text, lxml_tree
+
+    tree = lxml_tree("<html><head><title> A &amp; B </title></head><body><h1>Plain</h1>"
+                     "<h2>x<!-- gone -->y &eacute; z</h2><a href='/'>one <b>two</b> three</a>tail"
+                     "<a href='/e'></a><b>\n spaced \n</b><strong><?php echo 1; ?>pi</strong>"
+                     "<h3><span>nested</span> text</h3><a href='x'>caf\u00e9 na\u00efve</a></body></html>")
+    elements = list(tree.iter("title", "h1", "h2", "h3", "a", "b", "strong"))
+    assert len(elements) == 10
+    for el in elements:
+        assert element_text(el) == el.text_content()
+
+
+def test_parsed_tree_is_lxml_html_with_its_methods():
+    # the parser picks HtmlElement for every element in C (no form classes): the tree still has
+    # lxml.html's API, which the fields walk, the listing reader and trafilatura use
+    import lxml.html
+
+    from dedup.extract import lxml_tree, trafilatura_text
+
+    html = ("<html><body><form><input name='q'></form><article><h1>Title here</h1>"
+            + "<p>" + "A sentence of the story that goes on for a while. " * 30 + "</p></article></body></html>")
+    tree = lxml_tree(html)
+    assert all(isinstance(el, lxml.html.HtmlElement) for el in tree.iter())
+    assert tree.text_content() == lxml.html.document_fromstring(html).text_content()
+    assert trafilatura_text(html, tree) == trafilatura_text(html, lxml.html.document_fromstring(html))
+
+
+def test_term_weights_equal_the_former_on_random_pages_and_weights():
+    import random
+
+    from dedup.tdw import FIELDS
+
+    rng = random.Random(5)
+    norm = Normalizer(word_mapping=False)
+    words = "bridge harbour repairs ferry ferries closed council river night crossing the of x y z".split()
+
+    def text(n):
+        return " ".join(rng.choice(words) for _ in range(n))
+
+    for _ in range(200):
+        page = Page(url=f"http://example.org/{text(3).replace(' ', '-')}", title=text(4), text=text(60),
+                    keywords=text(3), description=text(8), bold=[text(2) for _ in range(rng.randint(0, 4))],
+                    headings=[(rng.randint(1, 6), text(3)) for _ in range(rng.randint(0, 5))],
+                    anchors_same=[text(2) for _ in range(rng.randint(0, 20))],
+                    anchors_other=[text(2) for _ in range(rng.randint(0, 5))])
+        weights = resolve_weights({f: rng.choice([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3]) for f in FIELDS})
+        new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
+        assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+
+
+def test_normalise_texts_equals_normalise_text_one_by_one():
+    import random
+
+    from dedup.keys import normalise_text, normalise_texts
+
+    rng = random.Random(11)
+    alphabet = "abcXYZ019 \t\r\n.,'-_é©"
+    for _ in range(2000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 6))]
+        assert normalise_texts(texts) == [normalise_text(t) for t in texts]
+    assert normalise_texts([]) == [] and normalise_texts([""]) == [""] and normalise_texts(["", ""]) == ["", ""]
+
+
+@pytest.mark.parametrize("line", ["Copyright (C) 2007 Example Inc. All Rights Reserved.", "(c)2019 x",
+                                  "This material may not be republished, rewritten", "\u00a9 2020 News",
+                                  "A plain line of prose with nothing legal in it at all", "ALL RIGHTS RESERVED",
+                                  "all right\u017f reserved", "(C) 1999", "may not be PUBLISHED", "published alone"])
+def test_legal_prefilter_equals_the_regex(line):
+    from dedup.extract import _LEGAL, _legal
+
+    assert _legal(line) == (_LEGAL.search(line) is not None)
+
+
+def test_sorted_common_equals_the_former():
+    from dedup.bits import sorted_common
+
+    def former(a, b):
+        if a.size == 0 or b.size == 0:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        pos = b.searchsorted(a)
+        pos[pos == b.size] = 0
+        ia = np.flatnonzero(b[pos] == a)
+        return ia, pos[ia]
+
+    rng = np.random.default_rng(1)
+    for _ in range(3000):
+        a = np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.uint32)
+        b = np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.uint32)
+        (ia, ib), (fa, fb) = sorted_common(a, b), former(a, b)
+        assert np.array_equal(ia, fa) and np.array_equal(ib, fb) and ia.dtype == fa.dtype and ib.dtype == fb.dtype
