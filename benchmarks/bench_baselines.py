@@ -20,6 +20,7 @@ favours them: they are not cross-validated).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import re
@@ -119,9 +120,17 @@ def score(pages, matches, negatives: set[str]) -> dict:
             "flagged": flagged}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    # No options (seed 7, calibrate.py's cached rows); the data folder is $DEDUP_DATA, as calibrate.py's
+    argparse.ArgumentParser(description=__doc__.strip().splitlines()[0]).parse_args(argv)
     data = calibrate.DATA
     gold_dir, neg_dir = data / "goldset-dev", data / "negatives-dev"
+    for folder in (gold_dir, neg_dir):
+        if not folder.is_dir():
+            print(f"bench_baselines: {folder} not found: the accuracy table needs goldset-dev and negatives-dev "
+                  "(set DEDUP_DATA to the folder holding both; the pages are never copied into the repository)",
+                  file=sys.stderr)
+            return 2
     site = calib_data.same_site(1)
     seed = 7
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
