@@ -49,7 +49,8 @@ may differ between the source and the destination.
 The state shared by the slices lives in the cluster, in ``DEST-slices``: one document per slice
 (its run, work folder, host, finished or not; the rerun guard of a slice) and one per document the
 final pass dropped (the drop line, so a final pass killed half-way and run again decides the
-same, and a slice's ``--check`` knows which of its kept documents the final pass took away).
+same, and a slice's ``--check`` knows which of its kept documents the final pass took away);
+the slices' hand-over of query features lives in ``DEST-slices-features`` until a final pass ends.
 """
 from __future__ import annotations
 
