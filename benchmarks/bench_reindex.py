@@ -129,8 +129,14 @@ def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) 
     res.figure(f"reindex.s{n}.docs_per_s", f"documents per second, {n} slices at once then the final pass",
                total / (slices_wall + merge_wall), "docs/s", note=f"load {common.loadavg():.1f}")
     res.figure(f"reindex.s{n}.merge_s", "final pass wall time", merge_wall, "s",
-               note=f"{merged.processed} kept documents decided again ({merged.reparsed} parsed again), "
-                    f"{merged.dropped} dropped, {merged.flagged} flagged")
+               note=f"{merged.processed} kept documents decided again ({merged.handed_over} from the query features "
+                    f"their slice handed over, {merged.reparsed} parsed again), {merged.dropped} dropped, "
+                    f"{merged.flagged} flagged; load {common.loadavg():.1f}")
+    res.figure(f"reindex.s{n}.reparsed", "kept documents the final pass parsed again", merged.reparsed, "docs",
+               goal=("==", 0))
+    handed, handed_bytes = (sum(r.get(k, 0) for r in reports) for k in ("handed_over", "handover_bytes"))
+    res.figure(f"reindex.s{n}.handover_bytes_per_doc", "bytes of query features a slice hands the final pass per "
+               "kept document (JSON _source in DEST-slices-features)", handed_bytes / max(handed, 1), "bytes")
     res.figure(f"reindex.s{n}.merge_requests_per_doc", "final pass requests per document of the corpus",
                merged.requests / max(total, 1), "requests/doc", goal=("<", 0.1))
     res.figure(f"reindex.s{n}.same_kept_set", "kept set equals the unsliced run's", int(same), "bool", goal=("==", 1))
@@ -138,7 +144,8 @@ def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) 
                "unsliced run's", differ, "docs", goal=("==", 0))
     print(f"  --slices {n}: {total} docs in {slices_wall:.1f} s + final pass {merge_wall:.1f} s "
           f"({merged.requests} requests, parsed again {merged.reparsed}, dropped {merged.dropped}, flagged "
-          f"{merged.flagged}); same kept set as one process: {same}; verdicts differing: {differ}", flush=True)
+          f"{merged.flagged}; {handed} query features handed over, {handed_bytes / max(handed, 1):.0f} bytes each); "
+          f"same kept set as one process: {same}; verdicts differing: {differ}", flush=True)
 
 
 def main(argv=None) -> int:

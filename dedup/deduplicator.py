@@ -26,6 +26,8 @@ compare. A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) c
 """
 from __future__ import annotations
 
+import base64
+import zlib
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
@@ -42,7 +44,7 @@ from .record import Record, shingle_keys, tdw_cosine, term_keys
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
 
-__all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "ConfigError", "DedupConfig", "Verdict", "Deduplicator",
+__all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "QUERY_FORMAT", "ConfigError", "DedupConfig", "Verdict", "Deduplicator",
            "containment"]
 
 ALGORITHM = "dedup-1"
@@ -54,6 +56,8 @@ _DROPPABLE = tuple(s for s in STATUSES if s != "unique")
 #: on a record's term sample are never stricter than on the whole set); the kNN candidates are sought
 #: with the record's signature (on its 256-level grid: cosine > 0.99999 with the page's)
 SAME_FROM_RECORD = frozenset({"content_hash", "no_candidate"})
+#: the version of :meth:`Deduplicator.query_features`' form (another version is not read: decided from the page)
+QUERY_FORMAT = 1
 
 #: What each knob accepts: checked once, by :class:`DedupConfig`, and quoted by every error about it
 #: (the crawl's ``DEDUP_*`` settings name their own setting and raw value: ``crawler.config``).
@@ -307,6 +311,23 @@ class Deduplicator:
         from the page's features."""
         return self._check(_Query.of_record(record), str(record.extra.get("extraction", "")))
 
+    def query_features(self, page: Page, features: Features) -> dict[str, Any]:
+        """What :meth:`check` compares of ``page`` (the query side: the whole term vector, the whole
+        shingle sketch, the exact signature...), JSON-safe and compact (arrays as base64): a sliced
+        reindex's slice hands it to the final pass, which decides with :meth:`check_query_features`
+        exactly as :meth:`check` decides from the page, without parsing it again."""
+        out = _Query.of_page(page, features).to_dict()
+        out.update(extraction=page.extraction, truncated=dict(page.truncated))
+        return out
+
+    def check_query_features(self, data: dict[str, Any]) -> Verdict:
+        """The verdict :meth:`check` gives the page ``data`` was made from (:meth:`query_features`),
+        against the index (not changed). Raises ``ValueError`` for a form of another version."""
+        verdict = self._check(_Query.from_dict(data), str(data.get("extraction") or ""))
+        if data.get("truncated"):
+            verdict.scores["truncated"] = dict(data["truncated"])
+        return verdict
+
     def add_record(self, record: Record, verdict: Verdict) -> int:
         """Add a copy of ``record`` (a page checked with :meth:`check_record`) with ``verdict``'s status
         and ``duplicate_of``, as :meth:`add` adds a page; its arrays are stored as they are."""
@@ -448,6 +469,58 @@ class _Query:
         # a record that kept every term (TOP_TERMS or fewer) holds the whole set: the reducer's exact filters
         q.sample, q.term_count = (rec.terms, None) if rec.terms.size >= rec.term_count else (rec.term_sample, rec.term_count)
         q.terms, q.weights, q.norm = rec.terms, rec.weights.astype(np.float32), rec.tdw_norm
+        return q
+
+    #: the arrays of :meth:`to_dict`, in the order they are packed, and their (little-endian) types
+    _ARRAYS = (("shingles", "<u4"), ("terms", "<u4"), ("weights", "<f4"), ("vector", "<f4"))
+    _DELTAS = ("shingles", "terms")  # sorted keys: packed as differences (modulo 2**32), which zlib shrinks
+
+    def to_dict(self) -> dict[str, Any]:
+        """A query made :meth:`of_page` in JSON-safe form (:meth:`from_dict` reads it back exactly):
+        the scalars as JSON, the arrays packed in one zlib-compressed base64 string (``arrays``, their
+        sizes in ``sizes``).  The chunks (sentence simhashes) are left out: every candidate is a
+        record, which keeps none, so no score reads the query's; the reducer's sample is ``terms``."""
+        if self.term_count is not None:
+            raise ValueError("only a query made from a page's features has the whole sets to hand over")
+        parts, sizes = [], []
+        for name, dtype in self._ARRAYS:
+            a = np.asarray(getattr(self, name))
+            if a.dtype != np.dtype(dtype).newbyteorder("="):
+                raise ValueError(f"query {name} of type {a.dtype}, not {dtype}: it would not be exact")
+            a = a.astype(dtype)
+            if name in self._DELTAS:
+                a = np.diff(a, prepend=np.zeros(1, dtype=dtype)).astype(dtype)
+            parts.append(a.tobytes())
+            sizes.append(int(a.size))
+        return {
+            "v": QUERY_FORMAT, "has_text": self.has_text, "title": self.title, "list_share": float(self.list_share),
+            "content_hash": self.content_hash, "title_key": self.title_key, "simhash": f"{self.simhash:016x}",
+            "ref_id": self.ref_id, "sentences": int(self.sentences), "shingle_count": int(self.shingle_count),
+            "norm": float(self.norm), "sizes": sizes,
+            "arrays": base64.b64encode(zlib.compress(b"".join(parts), 6)).decode("ascii"),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "_Query":
+        if data.get("v") != QUERY_FORMAT:
+            raise ValueError(f"query features of format {data.get('v')!r}, not {QUERY_FORMAT}")
+        raw, at, native = zlib.decompress(base64.b64decode(data["arrays"])), 0, {}
+        for (name, dtype), size in zip(cls._ARRAYS, data["sizes"]):
+            dt = np.dtype(dtype)
+            a = np.frombuffer(raw, dtype=dt, count=size, offset=at)
+            at += size * dt.itemsize
+            if name in cls._DELTAS:
+                a = np.cumsum(a, dtype=dt)
+            native[name] = a.astype(dt.newbyteorder("="))
+        if at != len(raw):
+            raise ValueError(f"query features of {len(raw)} bytes, not {at}")
+        q = cls._common(bool(data["has_text"]), data["title"], float(data["list_share"]), data["content_hash"],
+                        data["title_key"], int(data["simhash"], 16), native["vector"], data["ref_id"],
+                        int(data["sentences"]), np.zeros(0, dtype=np.uint64))
+        q.shingles, q.shingle_count = native["shingles"], int(data["shingle_count"])
+        q.terms = q.sample = native["terms"]
+        q.term_count = None
+        q.weights, q.norm = native["weights"], float(data["norm"])
         return q
 
     @classmethod

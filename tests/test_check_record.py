@@ -147,3 +147,36 @@ def test_the_reducer_on_two_samples_is_never_stricter(seed):
         assert sampled or not exact, (a.size, b.size)
         agree += sampled == exact
     assert agree > 300
+
+
+def test_query_features_decide_exactly_as_the_page():
+    """What a slice hands the final pass (``query_features``, through JSON as the cluster stores it)
+    gives the verdict ``check`` gives the page, every score included, on the rules a record cannot
+    decide too; and a truncated page keeps its ``truncated`` score."""
+    import json
+
+    d = Deduplicator(MemoryIndex())
+    rules, sizes = set(), []
+    pages = site_pages() + short_pages() + [("http://empty.example/", "<html><body></body></html>")]
+    for url, body in pages:
+        page = parse_page(body, url, max_text_chars=4000)
+        f = d.featurizer(page)
+        handed = json.loads(json.dumps(d.query_features(page, f)))
+        sizes.append(len(json.dumps(handed)))
+        want, got = d.check(page, f), d.check_query_features(handed)
+        assert got.to_dict() == want.to_dict(), url
+        rules.add(want.rule)
+        d.process(page, features=f)
+    assert rules - SAME_FROM_RECORD - {"unextractable"} and "unextractable" in rules
+    cut = parse_page(html("Bridge closes", BRIDGE + BAKERY), "http://cut.example/", max_text_chars=120)
+    handed = json.loads(json.dumps(d.query_features(cut, d.featurizer(cut))))
+    assert cut.truncated and d.check_query_features(handed).scores["truncated"] == cut.truncated
+    assert max(sizes) < 8000  # compact: zlib-packed arrays, not the JSON of the arrays
+
+
+def test_query_features_of_another_version_are_refused():
+    d = Deduplicator(MemoryIndex())
+    page = parse_page(html("Bridge closes", BRIDGE), "http://a.example/1")
+    handed = {**d.query_features(page, d.featurizer(page)), "v": 0}
+    with pytest.raises(ValueError, match="format 0"):
+        d.check_query_features(handed)

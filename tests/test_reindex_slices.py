@@ -46,7 +46,21 @@ def sliced(corpus, tmp_path_factory, es_url):  # noqa: F811
     merge_out = tmp_path_factory.mktemp("merge")
     before = outcome(dest, merge_out)[0]  # no dropped log yet: the documents the slices kept
     assert main(slice_args(corpus, dest, merge_out, 2, "--merge", "--alias", f"alias-{merge_out.name.lower()}")) == 0
-    return dest, outs, merge_out, before
+    return dest, outs, merge_out, before, merge_report(dest)
+
+
+def merge_report(dest: str) -> dict:
+    """The report the final pass left in ``DEST-slices``, and whether ``DEST-slices-features`` remains."""
+    from elasticsearch import Elasticsearch
+
+    base, name = dest.rsplit("/", 1)
+    client = Elasticsearch(base)
+    try:
+        report = client.get(index=f"{name}-slices", id="merge")["_source"]["report"]
+        report["features_left"] = bool(client.indices.exists(index=f"{name}-slices-features"))
+        return report
+    finally:
+        client.close()
 
 
 def test_merge_refused_until_every_slice_is_finished(corpus, tmp_path, es_url, capsys):  # noqa: F811
@@ -58,7 +72,11 @@ def test_merge_refused_until_every_slice_is_finished(corpus, tmp_path, es_url, c
 
 
 def test_two_slices_keep_what_one_process_keeps(single, sliced, corpus):  # noqa: F811
-    dest, outs, merge_out, before = sliced
+    dest, outs, merge_out, before, report = sliced
+    # every kept document was decided from the query features its slice handed over: none parsed again
+    assert report["reparsed"] == 0
+    assert report["handed_over"] == len(before) - sum(s == "error" for s, *_ in before.values()) > 0
+    assert not report["features_left"]  # the hand-over index goes with a final pass that ended
     kept, dropped = outcome(dest, merge_out)
     for out in outs:
         dropped.update({manifest_key(d["url"]): (d["verdict"]["status"], d["verdict"]["duplicate_of"],

@@ -138,8 +138,13 @@ class ReindexReport:
     resent: int = 0
     seconds: float = 0.0
     requests: int = 0
-    #: the final pass of a sliced reindex: kept documents parsed again (a candidate to compare)
+    #: the final pass of a sliced reindex: kept documents parsed again (no query features handed over
+    #: by their slice, and a candidate to compare)
     reparsed: int = 0
+    #: a slice: kept pages whose query features it handed to the final pass, and their JSON bytes;
+    #: the final pass: kept documents decided from them
+    handed_over: int = 0
+    handover_bytes: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
     alias: str | None = None
@@ -292,6 +297,8 @@ class Reindex:
                     sink.close()
             processed, kept, flagged, statuses = state.counts()
             report.processed, report.kept, report.flagged, report.statuses = processed, kept, flagged, statuses
+            if sink is not None:
+                report.handed_over, report.handover_bytes = sink.handed_over, sink.handover_bytes
             report.dropped, report.errors = processed - kept, statuses.get("error", 0)
             if not self.dry_run:
                 state.set(finished=True)
@@ -355,11 +362,14 @@ class Reindex:
 
                 es_rid = record_id(record)
             payload = self._payload(hit, verdict, page)
+            # a slice hands its kept pages' query features to the final pass (decided without parsing)
+            handover = (decider.query_features(page, features) if self.slices > 1 and record is not None
+                        and page is not None and not isinstance(features, str) else None)
             state.record(sid, status=verdict.status, kept=verdict.kept, record_id=record.id if record else None,
-                         es_record_id=es_rid, payload=payload, after=sort)
+                         es_record_id=es_rid, payload=payload, after=sort, handover=handover)
             done += 1
             if sink is not None:
-                sink.add(sid, verdict.kept, record, payload)
+                sink.add(sid, verdict.kept, record, payload, handover)
             if self.on_decided:
                 self.on_decided(done)
             if self.progress:
@@ -649,14 +659,18 @@ class _Sink:
         self.es, self.name = job._connect(job.dest_uri)
         self.created: list[str] = []
         self.registry: Any = None
+        self.features: str | None = None  # a slice's hand-over index (DEST-slices-features)
+        self.handed_over = self.handover_bytes = 0
         try:
             self._open_dest(src, src_name)
             if job.slices > 1:
-                from .slicing import Registry
+                from .slicing import FEATURES_MAPPING, Registry, ensure_index, features_name
 
                 self.registry = Registry(self.es, self.name)
                 self.registry.register(job.slice_id, job.slices, state.run_id(), str(job.work_dir.resolve()),
                                        force=job.force)
+                self.features = features_name(self.name)
+                ensure_index(self.es, self.features, FEATURES_MAPPING, "final pass's hand-over index")
             existed = self.es.call("check the dedup index", self.es.client.indices.exists,
                                    index=dedup_name(self.name))
             self.records = ElasticIndex(self.es, dedup_name(self.name), k=job.config.max_distance,
@@ -668,6 +682,7 @@ class _Sink:
             self.es.close()
             raise
         self.kept: list[tuple[str, dict[str, Any], Record | None]] = []
+        self.handover: dict[str, dict[str, Any]] = {}  # source id -> query features, with the kept
         self.dropped: list[tuple[str, dict[str, Any]]] = []
         self.pending_bytes = 0
         self.sent_any = False
@@ -759,17 +774,22 @@ class _Sink:
             return 0
         self.logged = self.job._logged_ids()
         records = {r.id: r for r in self.local.get([rid for _, _, rid, _ in rows if rid])}
+        handovers = self.state.handovers()
         for sid, kept, rid, payload in rows:
-            self.add(sid, kept, records.get(rid) if rid else None, payload)
+            self.add(sid, kept, records.get(rid) if rid else None, payload, handovers.get(sid))
         self.flush()
         self.logged = None
         log.warning("Resent %d decisions the interrupted run had not written", len(rows))
         return len(rows)
 
-    def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any]) -> None:
+    def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any],
+            handover: dict[str, Any] | None = None) -> None:
         size = len(json.dumps(payload, default=str))
         if kept:
             self.kept.append((sid, payload, record))
+            if handover is not None and self.features:
+                self.handover[sid] = handover
+                size += len(json.dumps(handover))
         else:
             self.dropped.append((sid, payload))
         self.pending_bytes += size
@@ -794,6 +814,12 @@ class _Sink:
                                conflicts=sliced)
         if conflicts:
             self._contested(conflicts, dict(kept_records))
+        if self.handover:  # after the records: the final pass reads a page's features beside its record
+            handed = [{"_op_type": "index", "_index": self.features, "_id": sid,
+                       "_source": {"slice": self.job.slice_id, "q": q}} for sid, q in self.handover.items()]
+            self._bulk(handed, f"hand {len(handed)} pages' query features to the final pass ({self.features})")
+            self.handed_over += len(handed)
+            self.handover_bytes += sum(len(json.dumps(a["_source"])) for a in handed)
         if self.dropped:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()
@@ -801,7 +827,7 @@ class _Sink:
                                                  if self.logged is None or sid not in self.logged])
         self.state.mark_sent([sid for sid, *_ in self.kept] + [sid for sid, _ in self.dropped])
         self.job._save_checkpoint(self.state)
-        self.kept, self.dropped, self.pending_bytes = [], [], 0
+        self.kept, self.dropped, self.pending_bytes, self.handover = [], [], 0, {}
         self.sent_any = True
         self.created = []  # the destination holds this run's documents now: never removed
 

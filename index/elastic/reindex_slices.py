@@ -19,11 +19,20 @@ slice is finished (on any machine that reaches the cluster):
   the source's mapping, so the same sort works) and decides each kept document again against the
   documents kept before it by *any* slice, in an embedded index holding their records from
   ``DEST-dedup`` as they are: the decisions an unsliced run makes, over the documents the slices
-  kept.  A document is first checked from its record (``Deduplicator.check_record``: no parsing);
-  that verdict is the page's when it is an exact copy or has no candidate
-  (``dedup.deduplicator.SAME_FROM_RECORD``), and otherwise the document is parsed again from
-  ``DEST`` (which holds the source's fields) and decided from its own features, since a record
-  keeps only a sketch of the page's shingles and its heaviest terms.  A document that is now an
+  kept.  A record keeps only a sketch of the page's shingles and its heaviest terms, which is what
+  the *candidate* side of a check reads in one process too, but the *query* side reads the page's
+  whole features.  So each slice, when it writes a kept page's record, also hands over the page's
+  query features (``Deduplicator.query_features``: the whole term vector, the 256-hash shingle
+  sketch, the exact signature, the counts, ~4 KB of base64) in ``DEST-slices-features`` (one
+  document per source ``_id``, stored, not indexed), and the final pass reads them with each batch's
+  records (one ``mget`` a batch) and decides with ``Deduplicator.check_query_features``: the
+  verdict ``check`` gives the page, without parsing it again.  That index is deleted when the
+  final pass ends.  A kept document with no features handed over (a slice of an older version, or
+  a final pass run again after one that ended) is checked from its record
+  (``Deduplicator.check_record``), whose verdict is the page's when it is an exact copy or has no
+  candidate (``dedup.deduplicator.SAME_FROM_RECORD``); otherwise it is parsed again from ``DEST``
+  (which holds the source's fields) and decided from its own features (counted in the report's
+  ``reparsed``).  A document that is now an
   exact duplicate (a status of ``drop``) is deleted from ``DEST`` and ``DEST-dedup`` and logged in
   the final pass's dropped log; a document whose verdict changed (a copy of another slice's
   document) gets the new verdict (kept, flagged).
@@ -40,7 +49,8 @@ may differ between the source and the destination.
 The state shared by the slices lives in the cluster, in ``DEST-slices``: one document per slice
 (its run, work folder, host, finished or not; the rerun guard of a slice) and one per document the
 final pass dropped (the drop line, so a final pass killed half-way and run again decides the
-same, and a slice's ``--check`` knows which of its kept documents the final pass took away).
+same, and a slice's ``--check`` knows which of its kept documents the final pass took away);
+the slices' hand-over of query features lives in ``DEST-slices-features`` until a final pass ends.
 """
 from __future__ import annotations
 
@@ -58,9 +68,9 @@ from dedup.record import Record
 from .connect import Retrying
 from .reindex import Reindex, ReindexReport, _Sink
 from .search import pit_pages
-from .slicing import SLICE_FIELD, Registry, slices_name
+from .slicing import SLICE_FIELD, Registry, features_name, slices_name
 
-__all__ = ["SLICE_FIELD", "Registry", "merge", "pit_pages", "slices_name"]
+__all__ = ["SLICE_FIELD", "Registry", "features_name", "merge", "pit_pages", "slices_name"]
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +124,16 @@ def merge(job: "Reindex") -> "ReindexReport":
         es.call("refresh the destination", es.client.indices.refresh, index=f"{name},{records_name}")
         done = registry.drops()
         rids = _record_ids(es, records_name)
+        handover = features_name(name)
+        if not es.call("check the hand-over index", es.client.indices.exists, index=handover):
+            log.warning("Final pass: no %s (slices of an older version, or a final pass that ended before): "
+                        "documents with a candidate are parsed again", handover)
+            handover = None
         local = LocalIndex(work / "index", k=job.config.max_distance, blocks=job.config.blocks)
         decider = Deduplicator(local, job.config)
         try:
             for hits in _dest_in_order(es, name, job.sort, job.read_size):
-                _merge_batch(job, es, name, registry, decider, hits, rids, done, report)
+                _merge_batch(job, es, name, registry, decider, hits, rids, done, report, handover)
         finally:
             local.close()
         # the dropped log last: the drops are in the registry, so a rerun completes the log
@@ -133,6 +148,9 @@ def merge(job: "Reindex") -> "ReindexReport":
         report.seconds = round(time.monotonic() - start, 2)
         report.requests = job.requests
         registry.mark_merged(report.to_dict())
+        if handover:  # the final pass is done: the slices' hand-over is no longer needed
+            es.call("delete the hand-over index", es.client.options(ignore_status=404).indices.delete,
+                    index=handover)
         if job.alias:
 
             _Sink.swap_alias_on(es, name, job.alias)
@@ -145,7 +163,7 @@ def merge(job: "Reindex") -> "ReindexReport":
 
 def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, decider: Any,
                  hits: list[dict[str, Any]], rids: dict[str, int], done: dict[str, Any],
-                 report: "ReindexReport") -> None:
+                 report: "ReindexReport", handover: str | None = None) -> None:
     from . import dedup_name
 
     c = es.client
@@ -157,6 +175,11 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         if d.get("found"):
             r = Record.from_dict(d["_source"])
             records[str(r.extra.get("source_id"))] = r
+    # the query features each slice handed over for its kept pages (one request for the batch)
+    queries: dict[str, dict[str, Any]] = {}
+    if handover and records:
+        got = es.call("read the slices' query features", c.mget, index=handover, ids=list(records))
+        queries = {d["_id"]: d["_source"]["q"] for d in got["docs"] if d.get("found") and "q" in d["_source"]}
     drops: list[tuple[str, Any, Record]] = []
     updates: list[dict[str, Any]] = []
     sources: dict[str, dict[str, Any]] | None = None  # the batch's documents, read when one must be parsed
@@ -167,8 +190,18 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         if record is None:  # kept without a record (a document that could not be read): nothing to compare
             report.kept += 1
             continue
-        verdict = decider.check_record(record)
-        if verdict.rule not in SAME_FROM_RECORD:
+        query = queries.get(sid)
+        if query is not None:
+            try:  # the page's own features, as its slice computed them: the decision of one process
+                verdict = decider.check_query_features(query)
+            except (ValueError, KeyError) as exc:  # another version's form: decided as if none was handed
+                log.warning("Final pass: query features of %s unreadable (%s)", sid, exc)
+                query = None
+            else:
+                report.handed_over += 1
+        if query is None:
+            verdict = decider.check_record(record)
+        if query is None and verdict.rule not in SAME_FROM_RECORD:
             # a candidate to compare: the record holds a sketch of the page's shingles and its heaviest
             # terms, not the whole sets, so the page is built again (as its slice built it) and decided
             # from its own features: the decision one process makes

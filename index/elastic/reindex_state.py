@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE INDEX IF NOT EXISTS docs_seq ON docs(seq);
 -- the payloads not yet acknowledged by the cluster, apart: the decisions table stays small to scan
 CREATE TABLE IF NOT EXISTS pending (source_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+-- a slice's kept page's query features for the final pass (index/elastic/reindex_slices.py), until sent
+CREATE TABLE IF NOT EXISTS handover (source_id TEXT PRIMARY KEY, features TEXT NOT NULL);
 """
 
 
@@ -78,14 +80,18 @@ class WorkState:
         return self.db.execute("SELECT 1 FROM docs WHERE source_id = ?", (source_id,)).fetchone() is not None
 
     def record(self, source_id: str, *, status: str, kept: bool, record_id: int | None, es_record_id: int | None,
-               payload: dict[str, Any], after: list[Any] | None) -> None:
-        """One decision and the read position reached, in one transaction."""
+               payload: dict[str, Any], after: list[Any] | None, handover: dict[str, Any] | None = None) -> None:
+        """One decision and the read position reached, in one transaction (with ``handover``, a
+        slice's query features of the page, kept until sent as the payload is)."""
         with self.db:
             seq = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM docs").fetchone()[0]
             self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id) "
                             "VALUES (?,?,?,?,?,?)", (source_id, seq, status, int(kept), record_id, es_record_id))
             self.db.execute("INSERT INTO pending(source_id, payload) VALUES (?, ?)",
                             (source_id, json.dumps(payload, ensure_ascii=False, default=str)))
+            if handover is not None:
+                self.db.execute("INSERT INTO handover(source_id, features) VALUES (?, ?)",
+                                (source_id, json.dumps(handover, ensure_ascii=False)))
             if after is not None:
                 self._set({"search_after": after})
 
@@ -94,6 +100,7 @@ class WorkState:
         with self.db:
             self.db.executemany("UPDATE docs SET sent = 1 WHERE source_id = ?", rows)
             self.db.executemany("DELETE FROM pending WHERE source_id = ?", rows)
+            self.db.executemany("DELETE FROM handover WHERE source_id = ?", rows)
 
     def set_es_record_ids(self, ids: dict[str, int]) -> None:
         """Record that these decisions' records went under other ids (a contested claim)."""
@@ -107,6 +114,10 @@ class WorkState:
                                "USING (source_id) ORDER BY d.seq").fetchall()
         for sid, kept, rid, payload in rows:
             yield sid, bool(kept), rid, json.loads(payload)
+
+    def handovers(self) -> dict[str, dict[str, Any]]:
+        """Source id -> query features of the kept decisions not yet in the cluster (a slice's)."""
+        return {sid: json.loads(f) for sid, f in self.db.execute("SELECT source_id, features FROM handover")}
 
     def max_record_id(self) -> int:
         return self.db.execute("SELECT coalesce(max(record_id), 0) FROM docs").fetchone()[0]

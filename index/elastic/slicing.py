@@ -13,7 +13,7 @@ from dedup.droplog import iso_now
 from .connect import Retrying
 from .search import pit_pages
 
-__all__ = ["SLICE_FIELD", "Registry", "slices_name"]
+__all__ = ["SLICE_FIELD", "FEATURES_MAPPING", "Registry", "features_name", "slices_name", "ensure_index"]
 
 #: the field the source is sliced on: stable across points in time (see the module docstring)
 SLICE_FIELD = "_id"
@@ -28,9 +28,36 @@ _MAPPING: dict[str, Any] = {
 }
 
 
+#: ``DEST-slices-features``: a kept page's query features (``Deduplicator.query_features``), stored, not indexed
+FEATURES_MAPPING: dict[str, Any] = {
+    "dynamic": False,
+    "properties": {"slice": {"type": "integer"}, "q": {"type": "object", "enabled": False}},
+}
+
+
 def slices_name(dest_name: str) -> str:
     """The index beside ``DEST`` holding the slices' shared state."""
     return f"{dest_name}-slices"
+
+
+def features_name(dest_name: str) -> str:
+    """The temporary index beside ``DEST`` through which the slices hand their kept pages' query
+    features to the final pass (one document per kept source ``_id``; deleted by a final pass that
+    ends)."""
+    return f"{dest_name}-slices-features"
+
+
+def ensure_index(es: Retrying, name: str, mappings: dict[str, Any], what: str) -> None:
+    """Create ``name`` unless it exists (another slice may create it at the same time)."""
+    from elasticsearch import BadRequestError
+
+    if es.call(f"check the {what}", es.client.indices.exists, index=name):
+        return
+    try:
+        es.call(f"create the {what}", es.client.indices.create, index=name, mappings=mappings)
+    except BadRequestError as exc:  # another slice created it first
+        if "resource_already_exists" not in str(exc):
+            raise
 
 
 class Registry:
@@ -40,16 +67,7 @@ class Registry:
         self.es, self.name = es, slices_name(dest_name)
 
     def ensure(self) -> None:
-        from elasticsearch import BadRequestError
-
-        if self.es.call("check the slice registry", self.es.client.indices.exists, index=self.name):
-            return
-        try:
-            self.es.call("create the slice registry", self.es.client.indices.create, index=self.name,
-                         mappings=_MAPPING)
-        except BadRequestError as exc:  # another slice created it first
-            if "resource_already_exists" not in str(exc):
-                raise
+        ensure_index(self.es, self.name, _MAPPING, "slice registry")
 
     def register(self, slice_id: int, slices: int, run: str, work_dir: str, *, force: bool) -> None:
         """Record that ``run`` works on ``slice_id``; another run already on it is refused (two

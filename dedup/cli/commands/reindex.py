@@ -70,6 +70,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     for status, n in sorted(report.statuses.items()):
         print(f"  {status:<16} {n}")
     print(f"{report.requests} requests to Elasticsearch")
+    if job.merging:
+        print(f"final pass: {report.handed_over} decided from the query features the slices handed over, "
+              f"{report.reparsed} parsed again")
     if report.dry_run:
         print("dry run: nothing was written")
     else:
