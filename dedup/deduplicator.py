@@ -26,8 +26,6 @@ compare. A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) c
 """
 from __future__ import annotations
 
-import base64
-import zlib
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
@@ -40,7 +38,8 @@ from .mrc import signature_cosine
 from .permtables import DEFAULT_BLOCKS, DEFAULT_K
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
 from .extract import DEFAULT_EXTRACTOR, EXTRACTORS
-from .record import Record, shingle_keys, tdw_cosine, term_keys
+from .query import QUERY_FORMAT, Query
+from .record import Record
 from .reducer import ComparisonReducer
 from .store import DedupIndex, KeyTaken
 
@@ -56,8 +55,6 @@ _DROPPABLE = tuple(s for s in STATUSES if s != "unique")
 #: on a record's term sample are never stricter than on the whole set); the kNN candidates are sought
 #: with the record's signature (on its 256-level grid: cosine > 0.99999 with the page's)
 SAME_FROM_RECORD = frozenset({"content_hash", "no_candidate"})
-#: the version of :meth:`Deduplicator.query_features`' form (another version is not read: decided from the page)
-QUERY_FORMAT = 1
 
 #: What each knob accepts: checked once, by :class:`DedupConfig`, and quoted by every error about it
 #: (the crawl's ``DEDUP_*`` settings name their own setting and raw value: ``crawler.config``).
@@ -296,7 +293,7 @@ class Deduplicator:
         """The verdict for ``page`` against the index (the index is not changed)."""
         f = features or self.featurizer(page)
         # the page's keys in the records' compact form (dedup.record)
-        verdict = self._check(_Query.of_page(page, f), page.extraction)
+        verdict = self._check(Query.of_page(page, f), page.extraction)
         if page.truncated:
             verdict.scores["truncated"] = dict(page.truncated)
         return verdict
@@ -307,23 +304,23 @@ class Deduplicator:
         record's keys are already compact: they are compared as they are, never compacted again.
         The same decision as :meth:`check` of the page for the rules of :data:`SAME_FROM_RECORD`; past
         them, an estimate from what the record holds (its shingle sketch and heaviest terms, not the whole
-        sets: see :class:`_Query`), so a caller that must decide as the page does decides those again
+        sets: see :class:`Query`), so a caller that must decide as the page does decides those again
         from the page's features."""
-        return self._check(_Query.of_record(record), str(record.extra.get("extraction", "")))
+        return self._check(Query.of_record(record), str(record.extra.get("extraction", "")))
 
     def query_features(self, page: Page, features: Features) -> dict[str, Any]:
         """What :meth:`check` compares of ``page`` (the query side: the whole term vector, the whole
         shingle sketch, the exact signature...), JSON-safe and compact (arrays as base64): a sliced
         reindex's slice hands it to the final pass, which decides with :meth:`check_query_features`
         exactly as :meth:`check` decides from the page, without parsing it again."""
-        out = _Query.of_page(page, features).to_dict()
+        out = Query.of_page(page, features).to_dict()
         out.update(extraction=page.extraction, truncated=dict(page.truncated))
         return out
 
     def check_query_features(self, data: dict[str, Any]) -> Verdict:
         """The verdict :meth:`check` gives the page ``data`` was made from (:meth:`query_features`),
         against the index (not changed). Raises ``ValueError`` for a form of another version."""
-        verdict = self._check(_Query.from_dict(data), str(data.get("extraction") or ""))
+        verdict = self._check(Query.from_dict(data), str(data.get("extraction") or ""))
         if data.get("truncated"):
             verdict.scores["truncated"] = dict(data["truncated"])
         return verdict
@@ -333,7 +330,7 @@ class Deduplicator:
         and ``duplicate_of``, as :meth:`add` adds a page; its arrays are stored as they are."""
         return self.index.add(replace(record, id=0, status=verdict.status, duplicate_of=verdict.duplicate_of))
 
-    def _check(self, q: "_Query", extraction: str) -> Verdict:
+    def _check(self, q: Query, extraction: str) -> Verdict:
         base = {"thresholds": self._thresholds, "reference": q.ref_id}
         if not q.has_text:
             # nothing to compare: kept as unique, and said why, rather than matched on an empty key
@@ -399,7 +396,7 @@ class Deduplicator:
         return Verdict(status, best.url, rule, best_scores, candidates=n, duplicate_id=best.id, **base)
 
     # -- internals --------------------------------------------------------------------------
-    def _candidates(self, q: "_Query", extra: Iterable[int]) -> list[int]:
+    def _candidates(self, q: Query, extra: Iterable[int]) -> list[int]:
         ids = set(extra)
         ids.update(i for i, _ in self.index.near_simhash(q.simhash))
         if self.config.knn and q.vector.any():
@@ -407,11 +404,11 @@ class Deduplicator:
                                                        self.config.knn, self.config.knn_floor))
         return sorted(ids)
 
-    def _containment(self, q: "_Query", rec: Record) -> tuple[float, float]:
+    def _containment(self, q: Query, rec: Record) -> tuple[float, float]:
         return containment(q.shingles, q.shingle_count, rec.shingles, rec.shingle_count,
                            min_size=self.config.min_shingles)
 
-    def _scores(self, q: "_Query", rec: Record) -> dict[str, Any]:
+    def _scores(self, q: Query, rec: Record) -> dict[str, Any]:
         """Every score of the pair, for the verdict of its best candidate (which the reducer passed)."""
         rec_total = rec.shingle_count
         cont, resemblance = self._containment(q, rec)
@@ -432,104 +429,3 @@ class Deduplicator:
             "chunks": round(chunk_share(q.chunks, rec.chunks), 4) if rec.chunks.size else None,
             "sentences": [q.sentences, rec.sentences],
         }
-
-
-class _Query:
-    """What a check compares, in the form records hold it (24-bit keys, :mod:`dedup.record`), made
-    once per check: from a page's features (:meth:`of_page`: the shingle sketch cut to keys, the
-    whole TDW vector's term keys), or from a stored record (:meth:`of_record`: its arrays as they
-    are, since compacting them again would shift keys already cut to 24 bits).
-
-    From a record the query holds less than the page's features did: a sketch of ``SKETCH`` shingle
-    keys (containment is estimated on the range both sketches cover: the same estimate as the
-    page's when the candidate's sketch ends first), the heaviest ``TOP_TERMS`` terms (the TDW cosine
-    misses the candidate's heavy terms that are light in the page) and a sample of the smallest
-    terms for the comparison reducer (never stricter than on the whole set)."""
-
-    __slots__ = ("has_text", "title", "list_share", "content_hash", "title_key", "simhash", "vector", "ref_id",
-                 "sentences", "chunks", "shingles", "shingle_count", "sample", "term_count", "terms", "weights",
-                 "norm")
-
-    @classmethod
-    def of_page(cls, page: Page, f: Features) -> "_Query":
-        q = cls._common(bool(page.text.strip()), page.title, page.list_share, f.content_hash, f.title_key, f.simhash,
-                        f.signature.vector, f.signature.ref_id, f.sentences, f.chunks)
-        q.shingles, q.shingle_count = shingle_keys(f.shingles), f.shingle_count
-        q.terms = q.sample = term_keys(f.tdw.hashes)  # the whole set: the reducer's exact filters
-        q.term_count = None
-        q.weights, q.norm = f.tdw.weights, f.tdw.norm
-        return q
-
-    @classmethod
-    def of_record(cls, rec: Record) -> "_Query":
-        # a page with text has a content hash (dedup.keys.content_hash is '' for an empty text only)
-        q = cls._common(bool(rec.content_hash), rec.title, float(rec.extra.get("list_share", 0.0)), rec.content_hash,
-                        rec.title_key, rec.simhash, rec.signature, rec.ref_id, rec.sentences, rec.chunks)
-        q.shingles, q.shingle_count = rec.shingles, rec.shingle_count
-        # a record that kept every term (TOP_TERMS or fewer) holds the whole set: the reducer's exact filters
-        q.sample, q.term_count = (rec.terms, None) if rec.terms.size >= rec.term_count else (rec.term_sample, rec.term_count)
-        q.terms, q.weights, q.norm = rec.terms, rec.weights.astype(np.float32), rec.tdw_norm
-        return q
-
-    #: the arrays of :meth:`to_dict`, in the order they are packed, and their (little-endian) types
-    _ARRAYS = (("shingles", "<u4"), ("terms", "<u4"), ("weights", "<f4"), ("vector", "<f4"))
-    _DELTAS = ("shingles", "terms")  # sorted keys: packed as differences (modulo 2**32), which zlib shrinks
-
-    def to_dict(self) -> dict[str, Any]:
-        """A query made :meth:`of_page` in JSON-safe form (:meth:`from_dict` reads it back exactly):
-        the scalars as JSON, the arrays packed in one zlib-compressed base64 string (``arrays``, their
-        sizes in ``sizes``).  The chunks (sentence simhashes) are left out: every candidate is a
-        record, which keeps none, so no score reads the query's; the reducer's sample is ``terms``."""
-        if self.term_count is not None:
-            raise ValueError("only a query made from a page's features has the whole sets to hand over")
-        parts, sizes = [], []
-        for name, dtype in self._ARRAYS:
-            a = np.asarray(getattr(self, name))
-            if a.dtype != np.dtype(dtype).newbyteorder("="):
-                raise ValueError(f"query {name} of type {a.dtype}, not {dtype}: it would not be exact")
-            a = a.astype(dtype)
-            if name in self._DELTAS:
-                a = np.diff(a, prepend=np.zeros(1, dtype=dtype)).astype(dtype)
-            parts.append(a.tobytes())
-            sizes.append(int(a.size))
-        return {
-            "v": QUERY_FORMAT, "has_text": self.has_text, "title": self.title, "list_share": float(self.list_share),
-            "content_hash": self.content_hash, "title_key": self.title_key, "simhash": f"{self.simhash:016x}",
-            "ref_id": self.ref_id, "sentences": int(self.sentences), "shingle_count": int(self.shingle_count),
-            "norm": float(self.norm), "sizes": sizes,
-            "arrays": base64.b64encode(zlib.compress(b"".join(parts), 6)).decode("ascii"),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "_Query":
-        if data.get("v") != QUERY_FORMAT:
-            raise ValueError(f"query features of format {data.get('v')!r}, not {QUERY_FORMAT}")
-        raw, at, native = zlib.decompress(base64.b64decode(data["arrays"])), 0, {}
-        for (name, dtype), size in zip(cls._ARRAYS, data["sizes"]):
-            dt = np.dtype(dtype)
-            a = np.frombuffer(raw, dtype=dt, count=size, offset=at)
-            at += size * dt.itemsize
-            if name in cls._DELTAS:
-                a = np.cumsum(a, dtype=dt)
-            native[name] = a.astype(dt.newbyteorder("="))
-        if at != len(raw):
-            raise ValueError(f"query features of {len(raw)} bytes, not {at}")
-        q = cls._common(bool(data["has_text"]), data["title"], float(data["list_share"]), data["content_hash"],
-                        data["title_key"], int(data["simhash"], 16), native["vector"], data["ref_id"],
-                        int(data["sentences"]), np.zeros(0, dtype=np.uint64))
-        q.shingles, q.shingle_count = native["shingles"], int(data["shingle_count"])
-        q.terms = q.sample = native["terms"]
-        q.term_count = None
-        q.weights, q.norm = native["weights"], float(data["norm"])
-        return q
-
-    @classmethod
-    def _common(cls, has_text: bool, title: str, list_share: float, content_hash: str, title_key: str, simhash: int,
-                vector: np.ndarray, ref_id: str, sentences: int, chunks: np.ndarray) -> "_Query":
-        q = cls.__new__(cls)
-        q.has_text, q.title, q.list_share, q.content_hash, q.title_key = has_text, title, list_share, content_hash, title_key
-        q.simhash, q.vector, q.ref_id, q.sentences, q.chunks = simhash, vector, ref_id, sentences, chunks
-        return q
-
-    def cosine(self, rec: Record) -> float:
-        return tdw_cosine(self.terms, self.weights, self.norm, rec)
