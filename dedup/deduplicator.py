@@ -348,23 +348,23 @@ class Deduplicator:
             return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": q.title_key},
                            candidates=len(title_ids), duplicate_id=rec.id, **base)
         candidates = self._candidates(q, title_ids)
-        best, best_key, pruned = None, None, 0
+        best, best_key, best_resemblance, pruned = None, None, 0.0, 0
         for rec in self.index.get(candidates):
             if self.reducer.passes(q.sample, q.sentences, rec.term_sample, rec.sentences, rec.term_count, q.term_count):
                 pruned += 1
                 continue
-            cont = self._containment(q, rec)[0]
+            cont, resemblance = self._containment(q, rec)
             # the best is the highest (containment, TDW cosine); the cosine is only needed
             # when this candidate can beat or tie the best so far
             if best_key is None or cont >= best_key[0]:
                 key = (cont, q.cosine(rec))
                 if best_key is None or key > best_key:
-                    best, best_key = rec, key
+                    best, best_key, best_resemblance = rec, key, resemblance
         n = len(candidates)
         if best is None:
             return Verdict("unique", None, "no_candidate" if n == pruned else "below_t2",
                            {"pruned": pruned}, candidates=n, **base)
-        best_scores = self._scores(q, best)
+        best_scores = self._scores(q, best, best_key[0], best_resemblance, best_key[1])
         best_scores["title"] = round(title_similarity(q.title, best.title), 4)
         # the larger of the two pages' list-item shares: a listing matched by a page it quotes, or by the next page
         best_scores["listing"] = max(q.list_share, float(best.extra.get("list_share", 0.0)))
@@ -408,11 +408,10 @@ class Deduplicator:
         return containment(q.shingles, q.shingle_count, rec.shingles, rec.shingle_count,
                            min_size=self.config.min_shingles)
 
-    def _scores(self, q: Query, rec: Record) -> dict[str, Any]:
-        """Every score of the pair, for the verdict of its best candidate (which the reducer passed)."""
+    def _scores(self, q: Query, rec: Record, cont: float, resemblance: float, tdw_cos: float) -> dict[str, Any]:
+        """Every score of the pair, for the verdict of its best candidate (which the reducer passed),
+        from its containment, resemblance and TDW cosine as the search for the best computed them."""
         rec_total = rec.shingle_count
-        cont, resemblance = self._containment(q, rec)
-        tdw_cos = q.cosine(rec)
         angle_ok, angle = self._duplicate_angle.angle_test(tdw_cos)
         # a record made with another reference text has no comparable signature
         mrc = round(signature_cosine(q.vector, rec.signature), 4) if rec.ref_id == q.ref_id else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import zlib
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -36,13 +36,13 @@ class Query:
     terms for the comparison reducer (never stricter than on the whole set)."""
 
     __slots__ = ("has_text", "title", "list_share", "content_hash", "title_key", "simhash", "vector", "ref_id",
-                 "sentences", "chunks", "shingles", "shingle_count", "sample", "term_count", "terms", "weights",
+                 "sentences", "_chunks", "shingles", "shingle_count", "sample", "term_count", "terms", "weights",
                  "norm")
 
     @classmethod
     def of_page(cls, page: Page, f: Features) -> "Query":
         q = cls._common(bool(page.text.strip()), page.title, page.list_share, f.content_hash, f.title_key, f.simhash,
-                        f.signature.vector, f.signature.ref_id, f.sentences, f.chunks)
+                        f.signature.vector, f.signature.ref_id, f.sentences, lambda: f.chunks)
         q.shingles, q.shingle_count = shingle_keys(f.shingles), f.shingle_count
         q.terms = q.sample = term_keys(f.tdw.hashes)  # the whole set: the reducer's exact filters
         q.term_count = None
@@ -114,11 +114,20 @@ class Query:
 
     @classmethod
     def _common(cls, has_text: bool, title: str, list_share: float, content_hash: str, title_key: str, simhash: int,
-                vector: np.ndarray, ref_id: str, sentences: int, chunks: np.ndarray) -> "Query":
+                vector: np.ndarray, ref_id: str, sentences: int,
+                chunks: np.ndarray | Callable[[], np.ndarray]) -> "Query":
         q = cls.__new__(cls)
         q.has_text, q.title, q.list_share, q.content_hash, q.title_key = has_text, title, list_share, content_hash, title_key
-        q.simhash, q.vector, q.ref_id, q.sentences, q.chunks = simhash, vector, ref_id, sentences, chunks
+        q.simhash, q.vector, q.ref_id, q.sentences, q._chunks = simhash, vector, ref_id, sentences, chunks
         return q
+
+    @property
+    def chunks(self) -> np.ndarray:
+        """The sentence simhashes, made on first use: only a candidate that keeps its own reads them
+        (records keep none, so a check against an index never does; they cost ~0.2 ms a page)."""
+        if callable(self._chunks):
+            self._chunks = self._chunks()
+        return self._chunks
 
     def cosine(self, rec: Record) -> float:
         return tdw_cosine(self.terms, self.weights, self.norm, rec)

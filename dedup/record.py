@@ -83,7 +83,12 @@ def term_keys(hashes: np.ndarray) -> np.ndarray:
 
 def shingle_keys(hashes: np.ndarray, k: int | None = None) -> np.ndarray:
     """The bottom-``k`` sketch (all when None) of sorted 64-bit shingle hashes as sorted, distinct keys."""
-    return np.unique(term_keys(hashes if k is None else np.asarray(hashes)[:k]))
+    keys = term_keys(hashes if k is None else np.asarray(hashes)[:k])
+    if keys.size > 1:
+        differ = keys[1:] != keys[:-1]
+        if (keys[1:] >= keys[:-1]).all():  # sorted, as given: np.unique's answer without its sort
+            return keys[np.concatenate(([True], differ))]
+    return np.unique(keys)
 
 
 def signature_grid(signature: np.ndarray) -> tuple[float, float]:

@@ -116,23 +116,26 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
     the fields' products added in field order (the order the former dict of sums added them in, so
     the float sums are the same, tests/test_features_equal.py).
     """
-    parts: list[np.ndarray] = []
-    field_weights: list[float] = []
+    fields_tokens: list[tuple[float, list[str] | None]] = []  # (weight, tokens; None: the body's terms given)
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
             continue
-        if name == "body" and body_terms is not None:
+        # a field's texts tokenised in one call (no token spans a newline)
+        given = name == "body" and body_terms is not None
+        fields_tokens.append((float(w), None if given else tokenize("\n".join(texts))))
+    # each distinct token of every field normalised once, in one call
+    mapped = normalizer.term_map(list(dict.fromkeys(t for _, toks in fields_tokens if toks for t in toks)))
+    parts: list[np.ndarray] = []
+    field_weights: list[float] = []
+    for w, tokens in fields_tokens:
+        if tokens is None:
             hashes = hash_terms(body_terms) if body_hashes is None else body_hashes
         else:
-            # the field's texts tokenised in one call (no token spans a newline), each distinct
-            # token normalised once
-            tokens = tokenize("\n".join(texts))
-            mapped = normalizer.term_map(list(dict.fromkeys(tokens)))
             hashes = hash_terms(list(filter(None, map(mapped.__getitem__, tokens))))
         if hashes.size:
             parts.append(hashes)
-            field_weights.append(float(w))
+            field_weights.append(w)
     if not parts:
         return TermVector(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32))
     hashes = np.concatenate(parts)

@@ -6,7 +6,7 @@ import pytest
 from dedup.features import Featurizer
 from dedup.keys import content_hash, normalise_text, title_key
 from dedup.page import parse_page
-from dedup.record import Record
+from dedup.record import Record, shingle_keys, term_keys
 
 HTML = ("<html><head><title>Bridge closes</title></head><body><nav><a href='/'>Home</a></nav><article>"
         + "".join(f"<p>Sentence {w} about the harbour bridge repairs and the ferries that replace it.</p>"
@@ -143,3 +143,22 @@ def test_full_record_dict_from_before_compact_records_is_converted():
     for name in ("shingles", "terms", "weights", "term_sample", "signature"):
         assert np.array_equal(getattr(rec, name), want[name]), name
     assert (rec.shingle_count, rec.term_count, rec.extra) == (f.shingle_count, len(f.tdw), {})
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 128, 256, 1000])
+def test_shingle_keys_equal_np_unique(n):
+    """shingle_keys' path for sorted hashes (no sort) gives np.unique's keys exactly; unsorted
+    hashes, and hashes with repeated keys, too."""
+    rng = np.random.default_rng(n)
+    for trial in range(60):
+        hashes = np.sort(rng.integers(0, 2**64, n, dtype=np.uint64))
+        if trial % 3 == 0 and n > 2:
+            hashes[: n // 2] = hashes[0]  # repeated hashes, repeated keys
+        if trial % 3 == 1:
+            hashes = hashes >> np.uint64(40)  # many hashes share their top 24 bits (key 0)
+        if trial % 5 == 4:
+            hashes = rng.permutation(hashes)  # unsorted: np.unique's sort
+        for k in (None, 128):
+            want = np.unique(term_keys(hashes if k is None else hashes[:k]))
+            got = shingle_keys(hashes, k)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
