@@ -124,15 +124,13 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
         # a field's texts tokenised in one call (no token spans a newline)
         given = name == "body" and body_terms is not None
         fields_tokens.append((float(w), None if given else tokenize("\n".join(texts))))
-    # each distinct token of every field normalised once, in one call
-    mapped = normalizer.term_map(list(dict.fromkeys(t for _, toks in fields_tokens if toks for t in toks)))
     parts: list[np.ndarray] = []
     field_weights: list[float] = []
     for w, tokens in fields_tokens:
         if tokens is None:
             hashes = hash_terms(body_terms) if body_hashes is None else body_hashes
         else:
-            hashes = hash_terms(list(filter(None, map(mapped.__getitem__, tokens))))
+            hashes = hash_terms(list(filter(None, normalizer.term_list(tokens))))
         if hashes.size:
             parts.append(hashes)
             field_weights.append(w)

@@ -203,3 +203,32 @@ def test_sorted_common_equals_the_former():
         b = np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.uint32)
         (ia, ib), (fa, fb) = sorted_common(a, b), former(a, b)
         assert np.array_equal(ia, fa) and np.array_equal(ib, fb) and ia.dtype == fa.dtype and ib.dtype == fb.dtype
+
+
+def former_body_terms(normalizer: Normalizer, page: Page) -> list[str]:
+    """Featurizer.terms's body before ``Normalizer.term_list``: a dict of the distinct tokens first."""
+    tokens = tokenize("\n".join(page.sentences))
+    mapped = normalizer.term_map(list(dict.fromkeys(tokens)))
+    return list(filter(None, map(mapped.__getitem__, tokens)))
+
+
+def test_term_list_equals_the_former_term_map_lookups():
+    import random
+
+    rng = random.Random(3)
+    words = "The bridge's harbour ferries running closed 42 x_y café naïve 日本語 of and geese mice".split()
+    for _ in range(300):
+        tokens = [t for w in rng.choices(words, k=rng.randint(0, 40)) for t in tokenize(w)]
+        cold, warm = Normalizer(), Normalizer()  # term_list on an empty cache (misses, repeats) and a filled one
+        expected = [Normalizer().term(t) for t in tokens]
+        mapped = warm.term_map(list(dict.fromkeys(tokens)))
+        assert cold.term_list(tokens) == expected == [mapped[t] for t in tokens] == warm.term_list(tokens)
+
+
+def test_featurizer_terms_equal_the_former_on_the_sample_pages():
+    fz, former = Featurizer(), Featurizer()
+    for page in _sample_pages():
+        terms = fz.terms(page)
+        assert terms.body == former_body_terms(former.normalizer, page)
+        old = former_term_weights(page, former.normalizer, former.weights, body_terms=terms.body)
+        assert np.array_equal(terms.tdw.hashes, old.hashes) and np.array_equal(terms.tdw.weights, old.weights)
