@@ -232,3 +232,76 @@ def test_featurizer_terms_equal_the_former_on_the_sample_pages():
         assert terms.body == former_body_terms(former.normalizer, page)
         old = former_term_weights(page, former.normalizer, former.weights, body_terms=terms.body)
         assert np.array_equal(terms.tdw.hashes, old.hashes) and np.array_equal(terms.tdw.weights, old.weights)
+
+
+def former_shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
+    from dedup.simhash import _GOLD, _mix
+
+    h = np.asarray(term_hashes, dtype=np.uint64)
+    if h.size == 0:
+        return h
+    m = max(1, h.size - n + 1)
+    acc = np.zeros(m, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(min(n, h.size)):
+            acc = _mix(acc * _GOLD + h[j: j + m])
+    return acc
+
+
+def test_shingle_hashes_equal_the_former_on_random_hashes():
+    from dedup.simhash import shingle_hashes
+
+    rng = np.random.default_rng(17)
+    for _ in range(500):
+        h = rng.integers(0, 2**64, size=int(rng.integers(0, 40)), dtype=np.uint64)
+        if rng.random() < 0.3:
+            h = rng.choice(h[:3], size=h.size) if h.size else h  # repeated terms
+        for n in (1, 2, 3, 5, 8):
+            new = shingle_hashes(h, n)
+            assert new.dtype == np.uint64 and np.array_equal(new, former_shingle_hashes(h, n))
+
+
+def former_gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    from dedup.mrc import _gram_id
+
+    folded = " ".join(text.lower().split())
+    cp = np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if cp.size < 3:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+    ids = (cp[:-2] << np.uint64(42)) | (cp[1:-1] << np.uint64(21)) | cp[2:]
+    assert all(int(ids[i]) == _gram_id(folded[i: i + 3]) for i in range(min(5, ids.size)))
+    uniq, counts = np.unique(ids, return_counts=True)
+    return uniq, counts.astype(np.float64)
+
+
+def former_signature(ref, text: str) -> np.ndarray:
+    ids, counts = former_gram_counts(text)
+    if ids.size == 0:
+        return np.zeros(ref.partitions, dtype=np.float32)
+    pos = np.searchsorted(ids, ref._unique)
+    pos[pos == ids.size] = 0
+    doc_at_ref = np.where(ids[pos] == ref._unique, counts[pos], 0.0)
+    norm = float(np.sqrt((counts * counts).sum()))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sig = (ref._matrix @ doc_at_ref) / (ref._part_norm * norm)
+    return np.nan_to_num(sig).astype(np.float32)
+
+
+def test_mrc_signature_equals_the_former_on_pages_and_random_texts():
+    import random
+
+    from dedup.mrc import ReferenceText, default_reference, gram_counts
+
+    rng = random.Random(23)
+    ref = default_reference()
+    alphabet = "the quick brown fox jumps over lazy dog THE é日本\t\n  .,'"
+    texts = TEXTS + [page.text for page in _sample_pages()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400))) for _ in range(400)]
+    tiny = ReferenceText(["the", "he ", "fox", "ox ", "zzz"], 3)  # a partition the pages never hit
+    for text in texts:
+        ids, counts = gram_counts(text)
+        old_ids, old_counts = former_gram_counts(text)
+        assert ids.dtype == old_ids.dtype and np.array_equal(ids, old_ids) and np.array_equal(counts, old_counts)
+        for r in (ref, tiny):
+            new = r.signature(text).vector
+            assert new.dtype == np.float32 and np.array_equal(new, former_signature(r, text))
