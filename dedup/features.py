@@ -18,6 +18,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from .bits import run_starts
 from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
@@ -135,7 +136,9 @@ class Featurizer:
     def fingerprint(self, page: Page, terms: PageTerms) -> Features:
         """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
         body_hashes = terms.body_hashes
-        shingles = np.unique(shingle_hashes(body_hashes, self.shingle))  # sorted, distinct
+        shingles = np.sort(shingle_hashes(body_hashes, self.shingle))
+        if shingles.size:
+            shingles = shingles[run_starts(shingles)]  # sorted, distinct: np.unique's answer
         tdw = terms.tdw
 
         def chunks() -> np.ndarray:

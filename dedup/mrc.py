@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .bits import run_starts
 from .workers import this_process
 
 __all__ = [
@@ -84,12 +85,8 @@ def gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
     ids = gram_ids(text)
     if ids.size == 0:
         return ids, np.zeros(0, dtype=np.float64)
-    # np.unique(ids, return_counts=True) without its wrapper's cost: sorted in place, runs' starts
-    ids.sort()
-    first = np.empty(ids.size, dtype=bool)
-    first[0] = True
-    np.not_equal(ids[1:], ids[:-1], out=first[1:])
-    starts = first.nonzero()[0]
+    ids.sort()  # np.unique(ids, return_counts=True), cheaper
+    starts = run_starts(ids)
     return ids[starts], np.diff(starts, append=ids.size).astype(np.float64)
 
 

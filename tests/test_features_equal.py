@@ -305,3 +305,33 @@ def test_mrc_signature_equals_the_former_on_pages_and_random_texts():
         for r in (ref, tiny):
             new = r.signature(text).vector
             assert new.dtype == np.float32 and np.array_equal(new, former_signature(r, text))
+
+
+def test_run_starts_give_np_unique_and_its_counts():
+    from dedup.bits import run_starts
+
+    rng = np.random.default_rng(29)
+    for _ in range(500):
+        a = np.sort(rng.integers(0, int(rng.integers(1, 50)), size=int(rng.integers(1, 60))).astype(np.uint64))
+        starts = run_starts(a)
+        uniq, counts = np.unique(a, return_counts=True)
+        assert np.array_equal(a[starts], uniq) and np.array_equal(np.diff(starts, append=a.size), counts)
+
+
+def test_content_hash_equals_the_former_on_random_texts():
+    import random
+
+    import xxhash
+
+    from dedup.keys import content_hash, normalise_text
+
+    def former(text):
+        norm = normalise_text(text)
+        return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
+
+    rng = random.Random(31)
+    alphabet = "abcXYZ019 \t\r\n\x0b\x0c\x1c\x1f.,'-_é©"
+    texts = TEXTS + [page.text for page in _sample_pages()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    for text in texts:
+        assert content_hash(text) == former(text)
