@@ -150,6 +150,10 @@ class ReferenceText:
         matrix = np.zeros((partitions, self._unique.size), dtype=np.float64)
         np.add.at(matrix, (part_of, inverse), 1.0)
         self._matrix = matrix
+        # its non-zero entries (~1 a column): the products with a page's counts summed by bincount, ~3x
+        # cheaper than the dense product and equal to it (integer counts: every sum exact in float64)
+        self._rows, self._cols = matrix.nonzero()
+        self._values = matrix[self._rows, self._cols]
         self._part_norm = np.sqrt((matrix * matrix).sum(axis=1))
         digest = hashlib.sha256(("\x00".join(grams) + f"|{partitions}").encode("utf-8")).hexdigest()
         self.id = f"mrc-{len(grams)}x{partitions}-{digest[:12]}"
@@ -167,7 +171,8 @@ class ReferenceText:
         hit = ids[pos] == self._unique
         doc_at_ref = np.where(hit, counts[pos], 0.0)
         norm = float(np.sqrt((counts * counts).sum()))
-        products, scale = self._matrix @ doc_at_ref, self._part_norm * norm
+        products = np.bincount(self._rows, weights=doc_at_ref[self._cols] * self._values, minlength=self.partitions)
+        scale = self._part_norm * norm
         if scale.all():  # the usual case: no 0/0, and nan_to_num would change nothing
             return Signature((products / scale).astype(np.float32), self.id)
         with np.errstate(invalid="ignore", divide="ignore"):

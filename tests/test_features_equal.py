@@ -298,11 +298,16 @@ def test_mrc_signature_equals_the_former_on_pages_and_random_texts():
     texts = TEXTS + [page.text for page in _sample_pages()]
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400))) for _ in range(400)]
     tiny = ReferenceText(["the", "he ", "fox", "ox ", "zzz"], 3)  # a partition the pages never hit
+    grams = sorted({t[i: i + 3] for t in texts[:60] for i in range(len(t) - 2) if "\n" not in t[i: i + 3]})
+    refs = [ref, tiny]
+    for _ in range(6):  # random reference texts: grams repeated within and across partitions
+        chosen = [rng.choice(grams) for _ in range(rng.randint(20, 300))]
+        refs.append(ReferenceText(chosen, rng.randint(1, len(chosen))))
     for text in texts:
         ids, counts = gram_counts(text)
         old_ids, old_counts = former_gram_counts(text)
         assert ids.dtype == old_ids.dtype and np.array_equal(ids, old_ids) and np.array_equal(counts, old_counts)
-        for r in (ref, tiny):
+        for r in refs:
             new = r.signature(text).vector
             assert new.dtype == np.float32 and np.array_equal(new, former_signature(r, text))
 
