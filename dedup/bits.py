@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MASK64", "hamming", "to_uint64", "sorted_common"]
+__all__ = ["MASK64", "hamming", "to_uint64", "sorted_common", "run_starts"]
 
 MASK64 = (1 << 64) - 1
 
@@ -40,3 +40,12 @@ def sorted_common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     pos = np.minimum(b.searchsorted(a), b.size - 1)
     ia = (b[pos] == a).nonzero()[0]
     return ia, pos[ia]
+
+
+def run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of the sorted, non-empty ``values`` starts: ``values[run_starts(values)]``
+    is ``np.unique(values)``, and the runs' lengths its counts, without ``np.unique``'s wrapper (~20 us less)."""
+    first = np.empty(values.size, dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return first.nonzero()[0]

@@ -18,6 +18,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from .bits import run_starts
 from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
@@ -33,20 +34,20 @@ class PageTerms:
     """The normalised terms of a page: the main text's (``body``, with their hashes), per sentence
     (made on first use), and the TDW vector."""
 
-    __slots__ = ("body", "body_hashes", "tdw", "_lines", "_mapped", "_sentences")
+    __slots__ = ("body", "body_hashes", "tdw", "_lines", "_normalizer", "_sentences")
 
     def __init__(self, body: list[str], body_hashes: np.ndarray, tdw: TermVector, lines: list[str],
-                 mapped: Mapping[str, str]) -> None:
+                 normalizer: Normalizer) -> None:
         self.body, self.body_hashes, self.tdw = body, body_hashes, tdw
-        self._lines, self._mapped = lines, mapped  # the page's sentences, token -> term of every token
+        self._lines, self._normalizer = lines, normalizer  # the page's sentences, what maps their tokens
         self._sentences: list[list[str]] | None = None
 
     @property
     def sentences(self) -> list[list[str]]:
         """The terms of each sentence of the main text (together, ``body``)."""
         if self._sentences is None:
-            term = self._mapped.__getitem__
-            self._sentences = [list(filter(None, map(term, tokenize(s)))) for s in self._lines]
+            terms = self._normalizer.term_list
+            self._sentences = [list(filter(None, terms(tokenize(s)))) for s in self._lines]
         return self._sentences
 
 
@@ -126,18 +127,18 @@ class Featurizer:
         """Normalised terms (stop words removed, words mapped, stemmed) and the TDW vector."""
         norm = self.normalizer
         # the sentences tokenised in one call (no token spans a newline: the same tokens as
-        # sentence by sentence), each distinct token normalised once per page
-        tokens = tokenize("\n".join(page.sentences))
-        mapped = norm.term_map(list(dict.fromkeys(tokens)))
-        body = list(filter(None, map(mapped.__getitem__, tokens)))
+        # sentence by sentence), each token looked up in the normaliser's cache
+        body = list(filter(None, norm.term_list(tokenize("\n".join(page.sentences)))))
         body_hashes = hash_terms(body)
         tdw = term_weights(page, norm, self.weights, body_terms=body, body_hashes=body_hashes)
-        return PageTerms(body, body_hashes, tdw, list(page.sentences), mapped)
+        return PageTerms(body, body_hashes, tdw, list(page.sentences), norm)
 
     def fingerprint(self, page: Page, terms: PageTerms) -> Features:
         """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
         body_hashes = terms.body_hashes
-        shingles = np.unique(shingle_hashes(body_hashes, self.shingle))  # sorted, distinct
+        shingles = np.sort(shingle_hashes(body_hashes, self.shingle))
+        if shingles.size:
+            shingles = shingles[run_starts(shingles)]  # sorted, distinct: np.unique's answer
         tdw = terms.tdw
 
         def chunks() -> np.ndarray:

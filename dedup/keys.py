@@ -39,6 +39,9 @@ def normalise_texts(texts: list[str]) -> list[str]:
 
 def content_hash(text: str) -> str:
     """128-bit xxh3 of the normalised main text, as 32 hex digits ('' for an empty text)."""
+    if text.isascii():  # normalise_text's ASCII bytes, hashed without decoding them to a str
+        norm = b" ".join(text.encode("ascii").translate(_ASCII_WORDS).split())
+        return xxhash.xxh3_128_hexdigest(norm) if norm else ""
     norm = normalise_text(text)
     return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
 

@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .bits import run_starts
 from .workers import this_process
 
 __all__ = [
@@ -54,6 +55,8 @@ class IncompatibleSignature(ValueError):
 
 def _codepoints(text: str) -> np.ndarray:
     folded = " ".join(text.lower().split())  # whitespace runs to one space (str.split's \s is re's)
+    if folded.isascii():  # the same code points from a quarter of the bytes
+        return np.frombuffer(folded.encode("ascii"), dtype=np.uint8).astype(np.uint64)
     return np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
 
 
@@ -82,8 +85,9 @@ def gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
     ids = gram_ids(text)
     if ids.size == 0:
         return ids, np.zeros(0, dtype=np.float64)
-    uniq, counts = np.unique(ids, return_counts=True)
-    return uniq, counts.astype(np.float64)
+    ids.sort()  # np.unique(ids, return_counts=True), cheaper
+    starts = run_starts(ids)
+    return ids[starts], np.diff(starts, append=ids.size).astype(np.float64)
 
 
 def cosine_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> float:
@@ -146,6 +150,10 @@ class ReferenceText:
         matrix = np.zeros((partitions, self._unique.size), dtype=np.float64)
         np.add.at(matrix, (part_of, inverse), 1.0)
         self._matrix = matrix
+        # its non-zero entries (~1 a column): the products with a page's counts summed by bincount, ~3x
+        # cheaper than the dense product and equal to it (integer counts: every sum exact in float64)
+        self._rows, self._cols = matrix.nonzero()
+        self._values = matrix[self._rows, self._cols]
         self._part_norm = np.sqrt((matrix * matrix).sum(axis=1))
         digest = hashlib.sha256(("\x00".join(grams) + f"|{partitions}").encode("utf-8")).hexdigest()
         self.id = f"mrc-{len(grams)}x{partitions}-{digest[:12]}"
@@ -163,8 +171,12 @@ class ReferenceText:
         hit = ids[pos] == self._unique
         doc_at_ref = np.where(hit, counts[pos], 0.0)
         norm = float(np.sqrt((counts * counts).sum()))
+        products = np.bincount(self._rows, weights=doc_at_ref[self._cols] * self._values, minlength=self.partitions)
+        scale = self._part_norm * norm
+        if scale.all():  # the usual case: no 0/0, and nan_to_num would change nothing
+            return Signature((products / scale).astype(np.float32), self.id)
         with np.errstate(invalid="ignore", divide="ignore"):
-            sig = (self._matrix @ doc_at_ref) / (self._part_norm * norm)
+            sig = products / scale
         return Signature(np.nan_to_num(sig).astype(np.float32), self.id)
 
     def signature(self, text: str) -> Signature:

@@ -21,6 +21,7 @@ __all__ = ["hash_terms", "simhash", "chunk_simhashes", "shingle_hashes", "bottom
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
 def hash_terms(terms: Sequence[str]) -> np.ndarray:
@@ -49,10 +50,22 @@ def shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
     if h.size == 0:
         return h
     m = max(1, h.size - n + 1)
-    acc = np.zeros(m, dtype=np.uint64)
+    # _mix(acc * _GOLD + h[j : j + m]) from acc = 0, in place (no new array per operation)
+    acc = h[:m].copy()
+    tmp = np.empty_like(acc)
     with np.errstate(over="ignore"):
         for j in range(min(n, h.size)):
-            acc = _mix(acc * _GOLD + h[j : j + m])
+            if j:
+                acc *= _GOLD
+                acc += h[j : j + m]
+            np.right_shift(acc, _S30, out=tmp)
+            acc ^= tmp
+            acc *= _M1
+            np.right_shift(acc, _S27, out=tmp)
+            acc ^= tmp
+            acc *= _M2
+            np.right_shift(acc, _S31, out=tmp)
+            acc ^= tmp
     return acc
 
 

@@ -116,31 +116,36 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
     the fields' products added in field order (the order the former dict of sums added them in, so
     the float sums are the same, tests/test_features_equal.py).
     """
-    fields_tokens: list[tuple[float, list[str] | None]] = []  # (weight, tokens; None: the body's terms given)
+    field_weights: list[float] = []
+    tokens: list[str] = []  # every field's tokens but the given body's, field after field
+    field_of: list[int] = []  # their field's position in field_weights, a field's run of tokens at a time
+    runs: list[int] = []
+    body_at = -1  # the given body's position
     for name, texts in field_texts(page).items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
             continue
-        # a field's texts tokenised in one call (no token spans a newline)
-        given = name == "body" and body_terms is not None
-        fields_tokens.append((float(w), None if given else tokenize("\n".join(texts))))
-    # each distinct token of every field normalised once, in one call
-    mapped = normalizer.term_map(list(dict.fromkeys(t for _, toks in fields_tokens if toks for t in toks)))
-    parts: list[np.ndarray] = []
-    field_weights: list[float] = []
-    for w, tokens in fields_tokens:
-        if tokens is None:
-            hashes = hash_terms(body_terms) if body_hashes is None else body_hashes
+        if name == "body" and body_terms is not None:
+            body_at = len(field_weights)
         else:
-            hashes = hash_terms(list(filter(None, map(mapped.__getitem__, tokens))))
-        if hashes.size:
-            parts.append(hashes)
-            field_weights.append(w)
-    if not parts:
+            # a field's texts tokenised in one call (no token spans a newline)
+            field_tokens = tokenize("\n".join(texts))
+            tokens += field_tokens
+            field_of.append(len(field_weights))
+            runs.append(len(field_tokens))
+        field_weights.append(float(w))
+    # the fields' tokens normalised and hashed in one call each; stop words ('' terms) left out
+    words = normalizer.term_list(tokens)
+    kept = np.fromiter(map(bool, words), dtype=bool, count=len(words))
+    hashes = hash_terms(list(filter(None, words)))
+    fields = np.repeat(np.array(field_of, dtype=np.intp), runs)[kept]
+    if body_at >= 0:
+        body = hash_terms(body_terms) if body_hashes is None else body_hashes
+        hashes = np.concatenate((hashes, body))
+        fields = np.concatenate((fields, np.full(body.size, body_at, dtype=np.intp)))
+    if not hashes.size:
         return TermVector(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32))
-    hashes = np.concatenate(parts)
-    fields = np.repeat(np.arange(len(parts)), [p.size for p in parts])
-    order = np.lexsort((fields, hashes))  # by term, then field
+    order = np.lexsort((fields, hashes))  # by term, then field (the sums below add in field order)
     hashes, fields = hashes[order], fields[order]
     # runs of one term in one field: count x weight
     run = np.flatnonzero(np.concatenate(([True], (hashes[1:] != hashes[:-1]) | (fields[1:] != fields[:-1]))))

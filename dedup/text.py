@@ -408,6 +408,15 @@ class Normalizer:
             found = [t if t is not None else term(tok) for tok, t in zip(tokens, found)]
         return dict(zip(tokens, found))
 
+    def term_list(self, tokens: list[str]) -> list[str]:
+        """``[term(t) for t in tokens]`` (repeats included); cached ones by C-level lookups, no dict
+        of the distinct tokens made first."""
+        found = list(map(self._cache.get, tokens))
+        if None in found:
+            term = self.term
+            found = [t if t is not None else term(tok) for tok, t in zip(tokens, found)]
+        return found
+
     def terms(self, text: str) -> list[str]:
         """Normalised terms of ``text`` in order, stop words removed."""
         term = self.term

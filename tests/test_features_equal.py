@@ -203,3 +203,140 @@ def test_sorted_common_equals_the_former():
         b = np.unique(rng.integers(0, 300, rng.integers(0, 60))).astype(np.uint32)
         (ia, ib), (fa, fb) = sorted_common(a, b), former(a, b)
         assert np.array_equal(ia, fa) and np.array_equal(ib, fb) and ia.dtype == fa.dtype and ib.dtype == fb.dtype
+
+
+def former_body_terms(normalizer: Normalizer, page: Page) -> list[str]:
+    """Featurizer.terms's body before ``Normalizer.term_list``: a dict of the distinct tokens first."""
+    tokens = tokenize("\n".join(page.sentences))
+    mapped = normalizer.term_map(list(dict.fromkeys(tokens)))
+    return list(filter(None, map(mapped.__getitem__, tokens)))
+
+
+def test_term_list_equals_the_former_term_map_lookups():
+    import random
+
+    rng = random.Random(3)
+    words = "The bridge's harbour ferries running closed 42 x_y café naïve 日本語 of and geese mice".split()
+    for _ in range(300):
+        tokens = [t for w in rng.choices(words, k=rng.randint(0, 40)) for t in tokenize(w)]
+        cold, warm = Normalizer(), Normalizer()  # term_list on an empty cache (misses, repeats) and a filled one
+        expected = [Normalizer().term(t) for t in tokens]
+        mapped = warm.term_map(list(dict.fromkeys(tokens)))
+        assert cold.term_list(tokens) == expected == [mapped[t] for t in tokens] == warm.term_list(tokens)
+
+
+def test_featurizer_terms_equal_the_former_on_the_sample_pages():
+    fz, former = Featurizer(), Featurizer()
+    for page in _sample_pages():
+        terms = fz.terms(page)
+        assert terms.body == former_body_terms(former.normalizer, page)
+        old = former_term_weights(page, former.normalizer, former.weights, body_terms=terms.body)
+        assert np.array_equal(terms.tdw.hashes, old.hashes) and np.array_equal(terms.tdw.weights, old.weights)
+
+
+def former_shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
+    from dedup.simhash import _GOLD, _mix
+
+    h = np.asarray(term_hashes, dtype=np.uint64)
+    if h.size == 0:
+        return h
+    m = max(1, h.size - n + 1)
+    acc = np.zeros(m, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(min(n, h.size)):
+            acc = _mix(acc * _GOLD + h[j: j + m])
+    return acc
+
+
+def test_shingle_hashes_equal_the_former_on_random_hashes():
+    from dedup.simhash import shingle_hashes
+
+    rng = np.random.default_rng(17)
+    for _ in range(500):
+        h = rng.integers(0, 2**64, size=int(rng.integers(0, 40)), dtype=np.uint64)
+        if rng.random() < 0.3:
+            h = rng.choice(h[:3], size=h.size) if h.size else h  # repeated terms
+        for n in (1, 2, 3, 5, 8):
+            new = shingle_hashes(h, n)
+            assert new.dtype == np.uint64 and np.array_equal(new, former_shingle_hashes(h, n))
+
+
+def former_gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    from dedup.mrc import _gram_id
+
+    folded = " ".join(text.lower().split())
+    cp = np.frombuffer(folded.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if cp.size < 3:
+        return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+    ids = (cp[:-2] << np.uint64(42)) | (cp[1:-1] << np.uint64(21)) | cp[2:]
+    assert all(int(ids[i]) == _gram_id(folded[i: i + 3]) for i in range(min(5, ids.size)))
+    uniq, counts = np.unique(ids, return_counts=True)
+    return uniq, counts.astype(np.float64)
+
+
+def former_signature(ref, text: str) -> np.ndarray:
+    ids, counts = former_gram_counts(text)
+    if ids.size == 0:
+        return np.zeros(ref.partitions, dtype=np.float32)
+    pos = np.searchsorted(ids, ref._unique)
+    pos[pos == ids.size] = 0
+    doc_at_ref = np.where(ids[pos] == ref._unique, counts[pos], 0.0)
+    norm = float(np.sqrt((counts * counts).sum()))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sig = (ref._matrix @ doc_at_ref) / (ref._part_norm * norm)
+    return np.nan_to_num(sig).astype(np.float32)
+
+
+def test_mrc_signature_equals_the_former_on_pages_and_random_texts():
+    import random
+
+    from dedup.mrc import ReferenceText, default_reference, gram_counts
+
+    rng = random.Random(23)
+    ref = default_reference()
+    alphabet = "the quick brown fox jumps over lazy dog THE é日本\t\n  .,'"
+    texts = TEXTS + [page.text for page in _sample_pages()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400))) for _ in range(400)]
+    tiny = ReferenceText(["the", "he ", "fox", "ox ", "zzz"], 3)  # a partition the pages never hit
+    grams = sorted({t[i: i + 3] for t in texts[:60] for i in range(len(t) - 2) if "\n" not in t[i: i + 3]})
+    refs = [ref, tiny]
+    for _ in range(6):  # random reference texts: grams repeated within and across partitions
+        chosen = [rng.choice(grams) for _ in range(rng.randint(20, 300))]
+        refs.append(ReferenceText(chosen, rng.randint(1, len(chosen))))
+    for text in texts:
+        ids, counts = gram_counts(text)
+        old_ids, old_counts = former_gram_counts(text)
+        assert ids.dtype == old_ids.dtype and np.array_equal(ids, old_ids) and np.array_equal(counts, old_counts)
+        for r in refs:
+            new = r.signature(text).vector
+            assert new.dtype == np.float32 and np.array_equal(new, former_signature(r, text))
+
+
+def test_run_starts_give_np_unique_and_its_counts():
+    from dedup.bits import run_starts
+
+    rng = np.random.default_rng(29)
+    for _ in range(500):
+        a = np.sort(rng.integers(0, int(rng.integers(1, 50)), size=int(rng.integers(1, 60))).astype(np.uint64))
+        starts = run_starts(a)
+        uniq, counts = np.unique(a, return_counts=True)
+        assert np.array_equal(a[starts], uniq) and np.array_equal(np.diff(starts, append=a.size), counts)
+
+
+def test_content_hash_equals_the_former_on_random_texts():
+    import random
+
+    import xxhash
+
+    from dedup.keys import content_hash, normalise_text
+
+    def former(text):
+        norm = normalise_text(text)
+        return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
+
+    rng = random.Random(31)
+    alphabet = "abcXYZ019 \t\r\n\x0b\x0c\x1c\x1f.,'-_é©"
+    texts = TEXTS + [page.text for page in _sample_pages()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
+    for text in texts:
+        assert content_hash(text) == former(text)
