@@ -149,9 +149,8 @@ class ReferenceText:
         # dense P x U count matrix: U <= L, so at most 150 x 1000 floats
         matrix = np.zeros((partitions, self._unique.size), dtype=np.float64)
         np.add.at(matrix, (part_of, inverse), 1.0)
-        self._matrix = matrix
-        # its non-zero entries (~1 a column): the products with a page's counts summed by bincount, ~3x
-        # cheaper than the dense product and equal to it (integer counts: every sum exact in float64)
+        # the matrix's non-zero entries (~1 a column): the products with a page's counts summed by bincount,
+        # ~3x cheaper than the dense product and equal to it (integer counts: every sum exact in float64)
         self._rows, self._cols = matrix.nonzero()
         self._values = matrix[self._rows, self._cols]
         self._part_norm = np.sqrt((matrix * matrix).sum(axis=1))

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .bits import sorted_common
+from .bits import run_starts, sorted_common
 
 __all__ = ["Record", "encode_array", "decode_array", "epoch_seconds", "compact_arrays", "term_keys",
            "shingle_keys", "tdw_cosine", "quantise_signature", "signature_grid", "SKETCH", "TOP_TERMS",
@@ -84,10 +84,8 @@ def term_keys(hashes: np.ndarray) -> np.ndarray:
 def shingle_keys(hashes: np.ndarray, k: int | None = None) -> np.ndarray:
     """The bottom-``k`` sketch (all when None) of sorted 64-bit shingle hashes as sorted, distinct keys."""
     keys = term_keys(hashes if k is None else np.asarray(hashes)[:k])
-    if keys.size > 1:
-        differ = keys[1:] != keys[:-1]
-        if (keys[1:] >= keys[:-1]).all():  # sorted, as given: np.unique's answer without its sort
-            return keys[np.concatenate(([True], differ))]
+    if keys.size > 1 and (keys[1:] >= keys[:-1]).all():  # sorted, as given: np.unique's answer without its sort
+        return keys[run_starts(keys)]
     return np.unique(keys)
 
 

@@ -30,13 +30,16 @@ def hash_terms(terms: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, terms)), dtype=np.uint64, count=len(terms))
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: a bijective avalanche on uint64 arrays."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
+def _mix_into(x: np.ndarray, tmp: np.ndarray) -> None:
+    """splitmix64 finaliser, in place: a bijective avalanche on a uint64 array (``tmp``: scratch of its size)."""
+    np.right_shift(x, _S30, out=tmp)
+    x ^= tmp
+    x *= _M1
+    np.right_shift(x, _S27, out=tmp)
+    x ^= tmp
+    x *= _M2
+    np.right_shift(x, _S31, out=tmp)
+    x ^= tmp
 
 
 def shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
@@ -50,7 +53,7 @@ def shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
     if h.size == 0:
         return h
     m = max(1, h.size - n + 1)
-    # _mix(acc * _GOLD + h[j : j + m]) from acc = 0, in place (no new array per operation)
+    # acc = mix(acc * _GOLD + h[j : j + m]) from acc = 0, in place (no new array per operation)
     acc = h[:m].copy()
     tmp = np.empty_like(acc)
     with np.errstate(over="ignore"):
@@ -58,14 +61,7 @@ def shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
             if j:
                 acc *= _GOLD
                 acc += h[j : j + m]
-            np.right_shift(acc, _S30, out=tmp)
-            acc ^= tmp
-            acc *= _M1
-            np.right_shift(acc, _S27, out=tmp)
-            acc ^= tmp
-            acc *= _M2
-            np.right_shift(acc, _S31, out=tmp)
-            acc ^= tmp
+            _mix_into(acc, tmp)
     return acc
 
 

@@ -401,12 +401,8 @@ class Normalizer:
         return cached
 
     def term_map(self, tokens: list[str]) -> dict[str, str]:
-        """``{token: term(token)}`` for distinct ``tokens``; cached ones by C-level lookups."""
-        found = list(map(self._cache.get, tokens))
-        if None in found:
-            term = self.term
-            found = [t if t is not None else term(tok) for tok, t in zip(tokens, found)]
-        return dict(zip(tokens, found))
+        """``{token: term(token)}`` for distinct ``tokens``."""
+        return dict(zip(tokens, self.term_list(tokens)))
 
     def term_list(self, tokens: list[str]) -> list[str]:
         """``[term(t) for t in tokens]`` (repeats included); cached ones by C-level lookups, no dict

@@ -235,7 +235,14 @@ def test_featurizer_terms_equal_the_former_on_the_sample_pages():
 
 
 def former_shingle_hashes(term_hashes: np.ndarray, n: int = 5) -> np.ndarray:
-    from dedup.simhash import _GOLD, _mix
+    from dedup.simhash import _GOLD, _M1, _M2
+
+    def _mix(x: np.ndarray) -> np.ndarray:  # the former, allocating splitmix64 finaliser
+        x = x ^ (x >> np.uint64(30))
+        x = x * _M1
+        x = x ^ (x >> np.uint64(27))
+        x = x * _M2
+        return x ^ (x >> np.uint64(31))
 
     h = np.asarray(term_hashes, dtype=np.uint64)
     if h.size == 0:
@@ -283,7 +290,9 @@ def former_signature(ref, text: str) -> np.ndarray:
     doc_at_ref = np.where(ids[pos] == ref._unique, counts[pos], 0.0)
     norm = float(np.sqrt((counts * counts).sum()))
     with np.errstate(invalid="ignore", divide="ignore"):
-        sig = (ref._matrix @ doc_at_ref) / (ref._part_norm * norm)
+        matrix = np.zeros((ref.partitions, ref._unique.size))  # the former dense reference matrix
+        matrix[ref._rows, ref._cols] = ref._values
+        sig = (matrix @ doc_at_ref) / (ref._part_norm * norm)
     return np.nan_to_num(sig).astype(np.float32)
 
 
