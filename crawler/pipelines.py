@@ -261,6 +261,12 @@ class DedupPipeline(_PipelineBase):
             return item
         if replay:  # a spooled page the index may have recorded before the outage
             verdict = self.deduplicator.recorded_copy(verdict, url) or verdict
+        elif not verdict.kept and self.deduplicator.recorded_copy(verdict, url) is not None:
+            # the same URL with the same content is recorded already: the page was fetched again (Scrapy
+            # fetches a start URL again when a page links to it), it is not a copy of itself
+            self._inc("dedup/refetched")
+            raise DropItem(f"{url}: fetched again; already recorded as {verdict.duplicate_of}",
+                           log_level="INFO" if self.debug else "DEBUG")
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
         if verdict.kept:
