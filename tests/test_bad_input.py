@@ -36,13 +36,13 @@ def test_every_bad_page_gets_a_verdict(dedup, name):
     if not page.text.strip():
         assert (verdict.status, verdict.rule) == ("unique", "unextractable")
         # "<extractor>>navigation": the extract was only the page's links (dedup.extractcheck), dropped
-        assert verdict.scores["extraction"] in ("empty", "none", "unparseable") or \
+        assert verdict.scores["extraction"] in ("empty", "binary", "none", "unparseable") or \
             verdict.scores["extraction"].endswith(">navigation")
     else:
         assert verdict.rule != "unextractable"
 
 
-@pytest.mark.parametrize("name", ["empty", "whitespace", "binary", "png_as_html"])
+@pytest.mark.parametrize("name", ["empty", "whitespace", "binary", "png_as_html", "png_image"])
 def test_pages_without_text_are_unextractable_and_kept(dedup, name):
     body, ctype = PAGES[name]
     _, first = dedup.process_html(body, f"http://bad.example/{name}/1", content_type=ctype)
@@ -157,7 +157,7 @@ def test_crawl_of_bad_pages_records_every_page(tmp_path, crawl, subprocess_env):
     # the one link Scrapy refuses (URL longer than URLLENGTH_LIMIT, 2083) is logged and counted
     assert "'urllength/request_ignored_count': 1" in result.log
     verdicts = {u[len(url):].split(".html")[0]: v[0] for u, v in recorded.items()}
-    for name in ("empty", "whitespace", "binary", "png_as_html"):
+    for name in ("empty", "whitespace", "binary", "png_as_html", "png_image"):
         assert (verdicts[name]["status"], verdicts[name]["rule"]) == ("unique", "unextractable"), name
     original, kept = verdicts["big"]["scores"]["truncated"]["bytes"]
     assert original > 19_000_000 and kept == 5_000_000
