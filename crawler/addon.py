@@ -3,7 +3,9 @@
     ADDONS = {"crawler.addon.DedupAddon": 100}
 
 adds ``DedupPipeline`` (300) and ``IndexPipeline`` (800) to ``ITEM_PIPELINES``, the
-``SpoolMiddleware`` (50, replays items an outage spooled) to ``SPIDER_MIDDLEWARES`` (and, when
+``SpoolMiddleware`` (50, replays items an outage spooled) and the ``ResponseBodyMiddleware`` (5, an
+item's ``response.text`` parsed from the response's bytes, see :mod:`crawler.bodies`) to
+``SPIDER_MIDDLEWARES`` (and, when
 ``SCHEDULER`` is :class:`crawler.frontier.ReliableScheduler`, its ``FrontierMiddleware`` (0)),
 ``HonestEnd`` (a crawl that lost work exits non-zero, see :mod:`crawler.honesty`) to
 ``EXTENSIONS``, with ``JOBDIR`` the ``RequestJournal`` extension and its ``JournalMiddleware``
@@ -35,6 +37,7 @@ from typing import Sequence
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
 
+from .bodies import ResponseBodyMiddleware
 from .config import DEFAULTS, is_enabled, read_settings
 from .honesty import HonestEnd
 from .journal import FlushingDupeFilter, JournalMiddleware, RequestJournal
@@ -132,6 +135,8 @@ class DedupAddon:
         for pipeline, priority in PIPELINES.items():
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, priority)
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", SpoolMiddleware, 50)
+        # after the project's own middlewares (which may replace items): the item as the pipelines get it
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", ResponseBodyMiddleware, 5)
         if _reliable_frontier(settings.get("SCHEDULER")):
             # next to the engine: it tells the shared frontier when a page's items and links are safe
             settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", "crawler.frontier.FrontierMiddleware", 0)

@@ -23,6 +23,7 @@ for logging.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
 from dedup.workers import WorkerError, WorkerPool
 
+from .bodies import FetchedHTML
 from .config import is_enabled, settings_of
 from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
@@ -107,12 +109,17 @@ class DuplicateDropped(DropItem):
 
 def item_source(adapter: ItemAdapter, html_field: str = "html") -> Source | Page:
     """What the page of an item is made from (:class:`dedup.sources.Source`): raw HTML in
-    ``html_field``, else the item's ``url``, ``title`` and ``text``. A parsed page in ``page`` (an item
+    ``html_field`` (the response's bytes when it holds a :class:`~crawler.bodies.FetchedHTML`), else the
+    item's ``url``, ``title`` and ``text``. A parsed page in ``page`` (an item
     replayed from the spool) is taken out of the item and returned as it is."""
     page = adapter.pop("page", None) if "page" in adapter else None
     if isinstance(page, Page):
         return page
-    return Source.from_item(adapter, html_field)
+    source = Source.from_item(adapter, html_field)
+    if isinstance(source.html, FetchedHTML):  # the response's bytes, decoded as dedup decodes a body
+        source = dataclasses.replace(source, html=source.html.body,
+                                     content_type=source.content_type or source.html.content_type)
+    return source
 
 
 class _PipelineBase:
