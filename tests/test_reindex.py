@@ -445,3 +445,21 @@ def test_worker_processes_give_what_this_process_gives(tmp_path):
     one, two = featured(1), featured(2)
     assert [r[0] for r in two] == [h["_id"] for h, _ in hits] and two == one
     assert two[3][2] is None and two[3][3] == "TypeError: HTML of http://a.example/bad must be bytes or str, got int"
+
+
+def test_progress_lines_time_the_rate_from_the_first_decision(monkeypatch, capsys):
+    """Without a terminal, the rate and ETA are measured from the first decided document: the start-up
+    before it (worker processes loading their tables, ~10 s) made the first line say '0.1/s, ETA 15096 s'."""
+    from dedup.cli.commands import reindex as command
+
+    clock = iter([0.0, 10.0, 12.0, 14.0])
+    monkeypatch.setattr(command.time, "monotonic", lambda: next(clock))
+    show = command.log_progress("reindex", every=1)
+    show(0, 1000)    # the run starts
+    show(1, 1000)    # its first decision, after 10 s of start-up
+    show(101, 1000)  # 100 more in 2 s
+    show(201, 1000)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "reindex: 1/1000 documents"
+    assert lines[1] == "reindex: 101/1000 documents (50.0/s, ETA 17 s)"
+    assert lines[2] == "reindex: 201/1000 documents (50.0/s, ETA 15 s)"
