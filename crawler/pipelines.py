@@ -58,6 +58,10 @@ index_buffered = object()
 flush_index = object()
 index_flushed = object()
 
+#: key of ``item["dedup"]`` marking a page fetched again that the dedup index recorded under its URL:
+#: ``IndexPipeline`` writes it only when the search index does not hold it (a kill between the two writes)
+REFETCH_KEY = "refetched"
+
 
 def _es_errors(*names: str) -> tuple[type[BaseException], ...]:
     """The exception classes ``names`` of :mod:`index.elastic`; none without that backend."""
@@ -268,12 +272,13 @@ class DedupPipeline(_PipelineBase):
             return item
         if replay:  # a spooled page the index may have recorded before the outage
             verdict = self.deduplicator.recorded_copy(verdict, url) or verdict
-        elif not verdict.kept and self.deduplicator.recorded_copy(verdict, url) is not None:
+        elif not verdict.kept and (recorded := self.deduplicator.recorded_copy(verdict, url)) is not None:
             # the same URL with the same content is recorded already: the page was fetched again (Scrapy
-            # fetches a start URL again when a page links to it), it is not a copy of itself
+            # fetches a start URL again when a page links to it), it is not a copy of itself. It carries
+            # its record's verdict to IndexPipeline, which stores it only if the search index misses it
             self._inc("dedup/refetched")
-            raise DropItem(f"{url}: fetched again; already recorded as {verdict.duplicate_of}",
-                           log_level="INFO" if self.debug else "DEBUG")
+            self._set_dedup(adapter, {**recorded.to_dict(), REFETCH_KEY: True})
+            return item
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
         if verdict.kept:
@@ -412,6 +417,10 @@ class IndexPipeline(_PipelineBase):
 
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
+        verdict = adapter.get("dedup")
+        if isinstance(verdict, dict) and verdict.pop(REFETCH_KEY, False) and self.search.get(adapter["url"]):
+            raise DropItem(f"{adapter['url']}: fetched again; recorded and in the search index already",
+                           log_level="DEBUG")
         doc = {name: adapter.get(name) for name in self.FIELDS}
         doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
         if not doc["text"] and adapter.get(self.html_field):
