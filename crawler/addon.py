@@ -32,6 +32,7 @@ import difflib
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from scrapy.exceptions import UsageError
@@ -45,7 +46,7 @@ from .logformatter import DedupLogFormatter
 from .pipelines import DedupPipeline, IndexPipeline
 from .spool import SpoolMiddleware
 
-__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing",
+__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing", "local_index_in_use",
            "scrapy_command", "unknown_settings"]
 
 #: pipeline -> priority: dedup early, so later pipelines see only kept items; index late
@@ -102,6 +103,16 @@ def check_settings(settings: BaseSettings) -> None:
         raise UsageError(f"scrapy-dedup: {exc}", print_help=False) from None
 
 
+def local_index_in_use(uri: str) -> str | None:
+    """Why the embedded index at ``uri`` (``local://PATH``) is taken by another process, or None (free,
+    missing, or not an embedded index)."""
+    if not uri.lower().startswith("local://"):
+        return None
+    from index.local.lock import in_use
+
+    return in_use(Path(uri.split("://", 1)[1]))
+
+
 def _reliable_frontier(scheduler: object) -> bool:
     """Whether ``SCHEDULER`` is :class:`crawler.frontier.ReliableScheduler` (or a subclass); scrapy-redis is
     imported only then."""
@@ -126,6 +137,10 @@ class DedupAddon:
             check_settings(settings)
         except UsageError as exc:
             raise SystemExit(str(exc)) from None
+        if not decides_nothing() and is_enabled(settings):
+            busy = local_index_in_use(read_settings(settings).index)
+            if busy:  # refused in one line now, not by a traceback when the pipelines open the index
+                raise SystemExit(f"scrapy-dedup: {busy}")
 
     def update_settings(self, settings: BaseSettings) -> None:
         if decides_nothing():
