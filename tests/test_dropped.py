@@ -614,3 +614,28 @@ def test_restore_refuses_a_missing_or_other_index_and_forces_on_request(work, fi
     code, out, err = dedup(capsys, "dropped", "restore", first.dropped[1]["url"], "--log", log, "--index", missing,
                            "--force")
     assert code == 0 and f"restored into {missing}" in out and (tmp_path / "fresh").exists()
+
+
+@CRAWL
+def test_restoring_a_logged_second_fetch_leaves_the_kept_page_alone(work, first, capsys):
+    """Logs written before refetches were recognised hold a kept page's second fetch as an exact duplicate
+    of its own URL. Restoring that line must not turn the kept page's search document into a 'restored'
+    copy of itself: nothing is written, and the command says why."""
+    log, uri, index_dir = work
+    kept = next(i for i in first.items if i["dedup"]["status"] == "unique")
+    template = first.dropped[0]
+    line = {**template, "url": kept["url"], "item": {"url": kept["url"], "title": kept["title"], "text": kept["text"],
+                                                     "fetched_at": kept["fetched_at"]},
+            "verdict": {**template["verdict"], "status": "exact_duplicate", "rule": "content_hash",
+                        "duplicate_of": kept["url"]}}
+    line["index"] = uri
+    with log.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+    before_records = len(_records(index_dir))
+    code, out, err = dedup(capsys, "dropped", "restore", kept["url"], *args(log, uri))
+    assert code == 0, err
+    assert f"{kept['url']} is kept in {uri}" in out and "0 restored" in out
+    assert len(_records(index_dir)) == before_records
+    with open_search(uri, readonly=True) as search:
+        assert search.get(kept["url"])["dedup"]["status"] == "unique"
+    assert not [e for e in log_lines(log) if e.get("event")]
