@@ -463,3 +463,28 @@ def test_progress_lines_time_the_rate_from_the_first_decision(monkeypatch, capsy
     assert lines[0] == "reindex: 1/1000 documents"
     assert lines[1] == "reindex: 101/1000 documents (50.0/s, ETA 17 s)"
     assert lines[2] == "reindex: 201/1000 documents (50.0/s, ETA 15 s)"
+
+
+def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(uninterrupted, corpus, tmp_path, es_url):
+    """Ctrl-C (SIGINT) mid-run: one line saying what is kept and how to resume, exit status 130, no
+    traceback (it was a 40-line KeyboardInterrupt traceback); the same command then finishes the job
+    with the uninterrupted run's verdicts."""
+    import signal
+
+    dest = f"{es_url}/ctrlc-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
+    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: decided(tmp_path / "checkpoint.work") >= 3, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted" in err and "run the same command again" in err and str(tmp_path / "checkpoint.work") in err
+    assert main(args) == 0
+    assert outcome(dest, tmp_path) == outcome(*uninterrupted)

@@ -65,6 +65,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             print(f"dedup: every decision made so far is kept in {job.work_dir}; run the same command again to "
                   "continue", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: what a SIGKILL leaves is resumable, and so is this
+        kept = (f"every decision made so far is kept in {job.work_dir}; run the same command again to continue"
+                if job.work_dir.exists() and not (args.check or args.dry_run) else "nothing was kept")
+        print(f"dedup: reindex interrupted; {kept}", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
         return 0
