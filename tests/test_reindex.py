@@ -211,6 +211,19 @@ def wait_for(condition, proc, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def slow_run(args: list[str], work: Path, decisions: int) -> subprocess.Popen:
+    """``dedup ARGS`` in a subprocess deciding a document every 0.1 s, once it has made ``decisions``."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: decided(work) >= decisions, proc)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc
+
+
 def test_reindex_survives_outages(uninterrupted, site_url, tmp_path):
     """A server gone longer than the retry budget stops the run with one line and no document in
     `error`; the same command continues.  A server restarted within the budget (its point in time
@@ -382,10 +395,8 @@ def test_reindex_refuses_reruns_into_a_filled_destination(uninterrupted, corpus,
 def test_reindex_refuses_a_second_run_at_once(corpus, tmp_path, es_url, capsys):
     dest = f"{es_url}/twice-{tmp_path.name.lower()}"
     args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
-    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = slow_run(args, tmp_path / "checkpoint.work", 2)
     try:
-        wait_for(lambda: decided(tmp_path / "checkpoint.work") >= 2, proc)
         assert main(args) == 2
         err = capsys.readouterr().err
         assert f"another reindex (pid {proc.pid}) is running with work folder" in err, err
@@ -473,10 +484,8 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(uninterrupted, 
 
     dest = f"{es_url}/ctrlc-{tmp_path.name.lower()}"
     args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
-    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = slow_run(args, tmp_path / "checkpoint.work", 3)
     try:
-        wait_for(lambda: decided(tmp_path / "checkpoint.work") >= 3, proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
