@@ -2,23 +2,25 @@
 enough to keep accuracy, so that the path drops resiliparse's second parse (and most of trafilatura's fallback)?
 
 Candidates, each HTML -> ``Page`` (decode, parse, tagged fields, main text, sentences), then through the
-``Deduplicator`` on an in-memory index as ``dedup evaluate`` does:
+``Deduplicator`` on the embedded index (``local://`` in a temporary folder), and compared as ``dedup evaluate``
+compares (online metric); resiliparse + datasketch (``bench_throughput.py``'s) runs in the same loop on goldset-dev:
 
 * ``today``: ``parse_page`` step by step (lxml parse, fields, resiliparse's main content on its own lexbor
   parse, prose and heading lines, listing reader, trafilatura fallback, navigation check); checked equal to
   ``parse_page``;
 * ``lxml``: the same lxml tree and fields; the main text from that tree by a walk that breaks lines at block
-  elements and skips boilerplate (script/style, nav, page-level header/footer/aside, hidden elements, class or
+  elements and skips boilerplate (script/style, nav, page-level footer and aside, hidden elements, class or
   id naming navigation, menus, footers, sidebars, sharing, comments, ads, popups), the page's one
   ``<article>`` when it has exactly one; then today's 20-word prose rule, headings, listing reader, fallback
   and navigation check unchanged;
 * ``lxml-nofallback``: ``lxml`` with the densest block of paragraphs (``dedup.extractcheck.densest_block``) in
   place of trafilatura wherever today's path calls it (too little prose, navigation);
-* ``selectolax`` (only when ``selectolax`` imports; it is not a dependency of the project): one lexbor parse
-  by selectolax, the fields by one CSS query over it, the listing reader's teasers read from that tree, then
-  boilerplate removed by CSS (the same rules as ``lxml``'s) and inline elements unwrapped, so that each
-  text node left is one line; the 20-word rule, headings, listing and navigation check as today. lxml parses
-  the page only when trafilatura (or the densest block) has to decide.
+* ``selectolax``, and ``selectolax-nofallback`` (the densest block for trafilatura), only when ``selectolax``
+  imports (it is not a dependency of the project): one lexbor parse by selectolax, the fields by one CSS query
+  over it, the listing reader's teasers read from that tree, then boilerplate removed (one CSS query, then
+  ``lxml``'s rules on the attributes) and inline elements unwrapped, so that each text node left is one line;
+  the 20-word rule, headings, listing and navigation check as today. lxml parses the page only when
+  trafilatura (or the densest block) has to decide.
 
 Each page goes through every candidate in one loop, the order rotating page by page; each step's cost is
 its CPU time (``time.process_time``). Two streams, as ``dedup evaluate`` orders them (seed 7): goldset-dev
@@ -39,7 +41,7 @@ from pathlib import Path
 
 import common
 
-CANDIDATES = ("today", "lxml", "lxml-nofallback", "selectolax")
+CANDIDATES = ("today", "lxml", "lxml-nofallback", "selectolax", "selectolax-nofallback")
 NEGATIVES = common.GOLDSET.parent / "negatives-dev"
 
 # -- the main text from lxml's tree (candidate "lxml") ------------------------------------------------------
@@ -50,8 +52,9 @@ _BLOCK_TAGS = frozenset((
 #: never text: scripts, styles, form controls, embedded objects, the head, and navigation elements
 _SKIP_TAGS = frozenset(("script", "style", "noscript", "head", "title", "template", "iframe", "textarea", "input",
                         "button", "select", "option", "object", "embed", "svg", "nav", "map"))
-#: page-level landmarks (fewer than _PAGE_DEPTH levels below body) that are not the story
-_PAGE_TAGS = frozenset(("header", "footer", "aside"))
+#: page-level landmarks (fewer than _PAGE_DEPTH levels below body, or below the one <article>) that are not the
+#: story; a <header> goes only by its class or id (an article's header holds its headline)
+_PAGE_TAGS = frozenset(("footer", "aside"))
 _PAGE_DEPTH = 3
 _ROLES = frozenset(("navigation", "contentinfo", "menu", "menubar", "dialog", "alert", "banner", "complementary",
                     "search"))
@@ -93,8 +96,16 @@ def _boilerplate(el, depth: int) -> bool:
     return False
 
 
+_SEEN: dict[str, bool] = {}  # class and id strings repeat within a page and across a site's pages
+
+
 def _boiler_words(tag: str, words: str) -> bool:
-    return (_BOILER.search(words) is not None and tag not in _KEEP_TAGS and _KEEP.search(words) is None)
+    found = _SEEN.get(words)
+    if found is None:
+        if len(_SEEN) > 100_000:
+            _SEEN.clear()
+        found = _SEEN[words] = _BOILER.search(words) is not None and _KEEP.search(words) is None
+    return found and tag not in _KEEP_TAGS
 
 
 def _walk(el, out: list, depth: int) -> None:
@@ -258,14 +269,12 @@ _SX_FIELDS = "title, meta, h1, h2, h3, h4, h5, h6, b, strong, a"
 _SX_INLINE = ["a", "b", "strong", "em", "i", "u", "span", "font", "small", "big", "abbr", "acronym", "cite", "q", "sub",
               "sup", "time", "label", "code", "mark", "s", "strike", "tt", "var", "dfn", "kbd", "samp", "ins", "del",
               "nobr", "img", "wbr"]
-#: _SKIP_TAGS, page-level landmarks, hidden elements and roles, as _boilerplate (the class and id words are
-#: matched in Python: CSS has no "word between - and _")
+_SX_INLINE_CSS = ", ".join(_SX_INLINE)
+#: _SKIP_TAGS, page-level landmarks, and every element with attributes _boilerplate reads, in one query (the
+#: attributes are then read in Python: CSS has no "word between - and _")
 _SX_BOILER = ", ".join(
     [t for t in sorted(_SKIP_TAGS) if t not in ("head", "title")]
-    + [f"body > {'* > ' * d}{t}" for t in sorted(_PAGE_TAGS) for d in range(_PAGE_DEPTH)]
-    + ["[hidden]", '[aria-hidden="true"]'] + [f'[role="{r}"]' for r in sorted(_ROLES)]
-    + ['[style*="display:none" i]', '[style*="display: none" i]', '[style*="visibility:hidden" i]',
-       '[style*="visibility: hidden" i]'])
+    + sorted(_PAGE_TAGS) + ["[hidden]", "[aria-hidden]", "[role]", "[style]", "[class]", "[id]"])
 
 
 def _sx_has_text(node) -> bool:
@@ -372,28 +381,47 @@ def _sx_fields(tree, page) -> list:
     return titles
 
 
+def _sx_boilerplate(node) -> bool:
+    tag = node.tag
+    if tag in _SKIP_TAGS:
+        return True
+    if tag in _PAGE_TAGS:
+        depth, up = 0, node.parent  # as _walk counts: a child of body is at depth 0
+        while up is not None and up.tag != "body":
+            depth, up = depth + 1, up.parent
+        if up is not None and depth < _PAGE_DEPTH:
+            return True
+    a = node.attributes
+    if "hidden" in a or a.get("aria-hidden") == "true" or a.get("role") in _ROLES:
+        return True
+    style = a.get("style")
+    if style and _DISPLAY_NONE.search(style):
+        return True
+    cls, ident = a.get("class"), a.get("id")
+    return bool(cls or ident) and _boiler_words(tag, f"{cls or ''} {ident or ''}")
+
+
 def _sx_lines(tree) -> str:
-    """The main-content text of selectolax's tree (mutated: boilerplate removed, inline elements unwrapped)."""
+    """The main-content text of selectolax's tree (changed: boilerplate removed, inline elements unwrapped)."""
     for node in tree.css(_SX_BOILER):
-        node.decompose()  # unlinks (lexbor keeps the memory until the tree goes): nested matches are safe
-    for node in tree.css("[class], [id]"):
-        attrs = node.attributes
-        if _boiler_words(node.tag, f"{attrs.get('class') or ''} {attrs.get('id') or ''}"):
-            node.decompose()
+        if _sx_boilerplate(node):
+            node.decompose()  # unlinks (lexbor keeps the memory until the tree goes): nested matches are safe
     articles = tree.css("article")
     root = articles[0] if len(articles) == 1 else (tree.body or tree.root)
     if root is None:
         return ""
-    root.unwrap_tags(_SX_INLINE, delete_empty=True)
+    for node in root.css(_SX_INLINE_CSS):  # one query (unwrap_tags makes one a tag)
+        node.unwrap(delete_empty=True)
     root.merge_text_nodes()
     raw = root.text(separator=_LINE, skip_empty=True)
     return "\n".join(" ".join(line.split()) for line in raw.split(_LINE) if line and not line.isspace())
 
 
-def build_selectolax(html: bytes, url: str, t: Timer, cand: str = "selectolax"):
+def build_selectolax(html: bytes, url: str, t: Timer, cand: str = "selectolax", fallback: bool = True):
     from selectolax.lexbor import LexborHTMLParser
 
     from dedup import extract as ex
+    from dedup.extractcheck import densest_block
 
     text, page = _start(html, url, t, cand)
     tree = t(cand, "parse", LexborHTMLParser, text)
@@ -406,11 +434,11 @@ def build_selectolax(html: bytes, url: str, t: Timer, cand: str = "selectolax"):
         return lx[0]
 
     def slow():
-        return ex.trafilatura_text(text, lxml())
+        return ex.trafilatura_text(text, lxml()) if fallback else densest_block(lxml())
 
     def main():
         heads = {h for _, h in page.headings}
-        if text.count("<") > ex.MAX_TAGS:
+        if text.count("<") > ex.MAX_TAGS and fallback:
             s = slow()
             return s, "trafilatura" if s else "none", ()
         items = _sx_teasers(links)
@@ -422,10 +450,10 @@ def build_selectolax(html: bytes, url: str, t: Timer, cand: str = "selectolax"):
         if ex.too_little(prose):
             s = slow()
             if s and (len(s) > len(prose) or not prose):
-                return s, "trafilatura-fallback", ()
+                return s, "trafilatura-fallback" if fallback else "densest-fallback", ()
         return _onepass(prose, "onepass" if prose else "none", others)
 
-    others = (("trafilatura", slow),)
+    others = (("trafilatura" if fallback else "densest", slow),)
     return _finish(t, cand, page, main, lxml)
 
 
@@ -452,6 +480,7 @@ BUILDERS = {
     "lxml": build_lxml,
     "lxml-nofallback": lambda html, url, t: build_lxml(html, url, t, "lxml-nofallback", fallback=False),
     "selectolax": build_selectolax,
+    "selectolax-nofallback": lambda html, url, t: build_selectolax(html, url, t, "selectolax-nofallback", fallback=False),
 }
 
 
@@ -538,6 +567,8 @@ def run(pages, candidates, negatives: set[str], check: bool, peer: bool) -> dict
         ms["whole path"] = sum(ms.values()) if c != PEER else ms["whole path"]
         out[c] = {"P": m["precision"], "R": m["recall"], "F1": m["f1"],
                   "negatives_flagged": sum(o.cluster in negatives and o.verdict.status != "unique" for o in outcomes[c]),
+                  "negatives": [f"{o.cluster} ({o.verdict.status}, like {o.best_cluster})" for o in outcomes[c]
+                                if o.cluster in negatives and o.verdict.status != "unique"],
                   "text_differs": differs.get(c), "fields_differ": fields_differ.get(c), "trafilatura": slow.get(c),
                   "ms": ms, "pages": len(pages)}
     return out
@@ -582,12 +613,12 @@ def main(argv=None) -> int:
     for c in candidates:
         if c not in CANDIDATES:
             p.error(f"unknown candidate {c!r}")
-    if "selectolax" in candidates:
+    if any(c.startswith("selectolax") for c in candidates):
         try:
             import selectolax  # noqa: F401
         except ImportError as e:
-            print(f"selectolax candidate skipped ({e}): pip install --target /tmp/sx selectolax, PYTHONPATH=/tmp/sx")
-            candidates.remove("selectolax")
+            print(f"selectolax candidates skipped ({e}): pip install --target /tmp/sx selectolax, PYTHONPATH=/tmp/sx")
+            candidates = [c for c in candidates if not c.startswith("selectolax")]
     peer = not args.no_peer and common.datasketch_missing() is None
     limit = args.limit or (60 if args.quick else None)
     gold = Path(args.goldset)
@@ -617,6 +648,9 @@ def main(argv=None) -> int:
         results[name] = r = run(pages, candidates, negatives, args.check, peer and name == "goldset-dev")
         print(f"\n{name}: {len(pages)} pages, seed {args.seed}, load average now {common.loadavg():.2f}")
         print("\n".join(table(r)))
+        for c, x in r.items():
+            if x["negatives"]:
+                print(f"{c}: negatives-dev pages flagged: {', '.join(x['negatives'])}")
     if args.json:
         import json
 
