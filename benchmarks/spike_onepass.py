@@ -83,17 +83,18 @@ def _boilerplate(el, depth: int) -> bool:
     if tag in _SKIP_TAGS or (tag in _PAGE_TAGS and depth < _PAGE_DEPTH):
         return True
     a = el.attrib
-    if not a:
-        return False
+    return bool(a) and _boiler_attrs(tag, a)
+
+
+def _boiler_attrs(tag: str, a) -> bool:
+    """Hidden, a boilerplate role, or a class or id of boilerplate (``a``: the element's attributes)."""
     if "hidden" in a or a.get("aria-hidden") == "true" or a.get("role") in _ROLES:
         return True
     style = a.get("style")
     if style and _DISPLAY_NONE.search(style):
         return True
     cls, ident = a.get("class"), a.get("id")
-    if cls or ident:
-        return _boiler_words(tag, f"{cls or ''} {ident or ''}")
-    return False
+    return bool(cls or ident) and _boiler_words(tag, f"{cls or ''} {ident or ''}")
 
 
 _SEEN: dict[str, bool] = {}  # class and id strings repeat within a page and across a site's pages
@@ -391,14 +392,7 @@ def _sx_boilerplate(node) -> bool:
             depth, up = depth + 1, up.parent
         if up is not None and depth < _PAGE_DEPTH:
             return True
-    a = node.attributes
-    if "hidden" in a or a.get("aria-hidden") == "true" or a.get("role") in _ROLES:
-        return True
-    style = a.get("style")
-    if style and _DISPLAY_NONE.search(style):
-        return True
-    cls, ident = a.get("class"), a.get("id")
-    return bool(cls or ident) and _boiler_words(tag, f"{cls or ''} {ident or ''}")
+    return _boiler_attrs(tag, node.attributes)
 
 
 def _sx_lines(tree) -> str:
