@@ -109,22 +109,26 @@ def _boiler_words(tag: str, words: str) -> bool:
     return found and tag not in _KEEP_TAGS
 
 
-def _walk(el, out: list, depth: int) -> None:
+def _walk(el, out: list, depth: int, link: bool = False) -> None:
+    """``el``'s children's text into ``out``. ``link``: inside a link, where a block (a paragraph, a heading)
+    is a teaser card's, not the story's (negatives-dev's CBS pages wrap each related story's title and
+    summary in one link), and is left out."""
     for child in el:
         tag = child.tag
         if tag.__class__ is str and not _boilerplate(child, depth):
             if tag in _BLOCK_TAGS:
-                out.append(_LINE)
-                if child.text:
-                    out.append(child.text)
-                if len(child):
-                    _walk(child, out, depth + 1)
-                out.append(_LINE)
+                if not link or tag == "br" or tag == "hr":
+                    out.append(_LINE)
+                    if child.text:
+                        out.append(child.text)
+                    if len(child):
+                        _walk(child, out, depth + 1)
+                    out.append(_LINE)
             else:
                 if child.text:
                     out.append(child.text)
                 if len(child):
-                    _walk(child, out, depth + 1)
+                    _walk(child, out, depth + 1, link or tag == "a")
         if child.tail:  # a skipped element's tail is its parent's text
             out.append(child.tail)
 
@@ -271,6 +275,8 @@ _SX_INLINE = ["a", "b", "strong", "em", "i", "u", "span", "font", "small", "big"
               "sup", "time", "label", "code", "mark", "s", "strike", "tt", "var", "dfn", "kbd", "samp", "ins", "del",
               "nobr", "img", "wbr"]
 _SX_INLINE_CSS = ", ".join(_SX_INLINE)
+#: blocks inside a link: a teaser card's, left out as _walk leaves them out
+_SX_CARDS = ", ".join(f"a {t}" for t in sorted(_BLOCK_TAGS - {"br", "hr"}))
 #: _SKIP_TAGS, page-level landmarks, and every element with attributes _boilerplate reads, in one query (the
 #: attributes are then read in Python: CSS has no "word between - and _")
 _SX_BOILER = ", ".join(
@@ -400,6 +406,8 @@ def _sx_lines(tree) -> str:
     for node in tree.css(_SX_BOILER):
         if _sx_boilerplate(node):
             node.decompose()  # unlinks (lexbor keeps the memory until the tree goes): nested matches are safe
+    for node in tree.css(_SX_CARDS):
+        node.decompose()
     articles = tree.css("article")
     root = articles[0] if len(articles) == 1 else (tree.body or tree.root)
     if root is None:
