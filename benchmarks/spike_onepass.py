@@ -25,7 +25,8 @@ compares (online metric); resiliparse + datasketch (``bench_throughput.py``'s) r
 Each page goes through every candidate in one loop, the order rotating page by page; each step's cost is
 its CPU time (``time.process_time``). Two streams, as ``dedup evaluate`` orders them (seed 7): goldset-dev
 alone (P/R/F1) and goldset-dev + negatives-dev (F1, negatives flagged). For each candidate: how many pages'
-main text differs from today's (blanks folded), how many pages' fields differ, and how many pages needed
+main text differs from today's (blanks folded; and by more than 10 % of the characters, counted in lines
+that only one of the two has), how many pages' fields differ, and how many pages needed
 trafilatura. The decision model was fitted on today's extraction: F1 differences are indicative.
 
     PYTHONPATH=/tmp/sx python benchmarks/spike_onepass.py    # with selectolax installed under /tmp/sx
@@ -499,6 +500,14 @@ def stream(folders: list[Path], seed: int) -> list[tuple[str, str, bytes]]:
     return [(pages[i][0], f"http://eval.invalid/p{i}", pages[i][1].read_bytes()) for i in order]
 
 
+def changed_share(a: str, b: str) -> float:
+    """The share of the two texts' characters in lines (blanks folded) that only one of them has."""
+    la = {" ".join(line.split()) for line in a.split("\n")} - {""}
+    lb = {" ".join(line.split()) for line in b.split("\n")} - {""}
+    total = sum(map(len, la)) + sum(map(len, lb))
+    return (sum(map(len, la ^ lb)) / total) if total else 0.0
+
+
 def fields_of(page) -> tuple:
     return (page.title, page.keywords, page.description, page.headings, page.bold, page.anchors_same,
             page.anchors_other, page.anchor_count)
@@ -528,6 +537,7 @@ def run(pages, candidates, negatives: set[str], check: bool, peer: bool) -> dict
     timer = Timer()
     outcomes = defaultdict(list)
     differs = defaultdict(int)
+    differs_10 = defaultdict(int)
     fields_differ = defaultdict(int)
     slow = defaultdict(int)
     url_cluster: dict[str, str] = {}
@@ -555,6 +565,7 @@ def run(pages, candidates, negatives: set[str], check: bool, peer: bool) -> dict
                 page = built[c]
                 if ref is not None:
                     differs[c] += " ".join(page.text.split()) != " ".join(ref.text.split())
+                    differs_10[c] += changed_share(page.text, ref.text) > 0.1
                     fields_differ[c] += fields_of(page) != fields_of(ref)
                 slow[c] += "trafilatura" in page.extraction
             seen.add(cluster)
@@ -571,7 +582,7 @@ def run(pages, candidates, negatives: set[str], check: bool, peer: bool) -> dict
                   "negatives_flagged": sum(o.cluster in negatives and o.verdict.status != "unique" for o in outcomes[c]),
                   "negatives": [f"{o.cluster} ({o.verdict.status}, like {o.best_cluster})" for o in outcomes[c]
                                 if o.cluster in negatives and o.verdict.status != "unique"],
-                  "text_differs": differs.get(c), "fields_differ": fields_differ.get(c), "trafilatura": slow.get(c),
+                  "text_differs": differs.get(c), "text_differs_10": differs_10.get(c), "fields_differ": fields_differ.get(c), "trafilatura": slow.get(c),
                   "ms": ms, "pages": len(pages)}
     return out
 
@@ -579,7 +590,7 @@ def run(pages, candidates, negatives: set[str], check: bool, peer: bool) -> dict
 def table(r: dict) -> list[str]:
     peer = r.get(PEER)
     rows = ["| candidate | parse | fields | main text | parse+fields+main | whole path HTML -> verdict | pages/s "
-            "against resiliparse + datasketch | P | R | F1 | negatives flagged | text differs from today | "
+            "against resiliparse + datasketch | P | R | F1 | negatives flagged | text differs from today (> 10 %) | "
             "fields differ | trafilatura ran |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c, x in r.items():
@@ -592,7 +603,7 @@ def table(r: dict) -> list[str]:
             continue
         rows.append(f"| {c} | {ms.get('parse', 0):.3f} | {ms.get('fields', 0):.3f} | {ms.get('main text', 0):.3f} | "
                     f"{core:.3f} | {ms['whole path']:.3f} | {ratio} | {x['P']:.4f} | {x['R']:.4f} | {x['F1']:.4f} | "
-                    f"{x['negatives_flagged']} | {x['text_differs']} | {x['fields_differ']} | {x['trafilatura']} |")
+                    f"{x['negatives_flagged']} | {x['text_differs']} ({x['text_differs_10']}) | {x['fields_differ']} | {x['trafilatura']} |")
     return rows
 
 
@@ -636,11 +647,14 @@ def main(argv=None) -> int:
     for c in candidates:
         for _, url, html in warm:
             BUILDERS[c](html, url, Timer())
+    from trafilatura import external  # the stop lists trafilatura's justext rescue reads on its first use
+
+    if not external.JT_STOPLIST:
+        external.jt_stoplist_init()
     if peer:
-        from bench_throughput import resiliparse_text, warm_justext
+        from bench_throughput import resiliparse_text
 
         resiliparse_text(warm[0][2])
-        warm_justext()
     print(f"load average {common.loadavg():.2f}; {common.machine_line(common.machine())}")
     print("CPU ms a page (time.process_time); decisions on the embedded index (local://, a temporary folder)")
     results = {}
