@@ -579,6 +579,7 @@ def run(pages, candidates, negatives: set[str], check: bool, peer: bool) -> dict
         ms = {step: sec / len(pages) * 1e3 for step, sec in timer.spent[c].items()}
         ms["whole path"] = sum(ms.values()) if c != PEER else ms["whole path"]
         out[c] = {"P": m["precision"], "R": m["recall"], "F1": m["f1"],
+                  "misses": [f"{o.cluster}/{o.url.rsplit('/', 1)[-1]}" for o in m["misses"]],
                   "negatives_flagged": sum(o.cluster in negatives and o.verdict.status != "unique" for o in outcomes[c]),
                   "negatives": [f"{o.cluster} ({o.verdict.status}, like {o.best_cluster})" for o in outcomes[c]
                                 if o.cluster in negatives and o.verdict.status != "unique"],
@@ -664,9 +665,14 @@ def main(argv=None) -> int:
         results[name] = r = run(pages, candidates, negatives, args.check, peer and name == "goldset-dev")
         print(f"\n{name}: {len(pages)} pages, seed {args.seed}, load average now {common.loadavg():.2f}")
         print("\n".join(table(r)))
+        misses = {c: set(x["misses"]) for c, x in r.items()}
         for c, x in r.items():
             if x["negatives"]:
                 print(f"{c}: negatives-dev pages flagged: {', '.join(x['negatives'])}")
+            if c != "today" and "today" in misses:
+                extra, fewer = sorted(misses[c] - misses["today"]), sorted(misses["today"] - misses[c])
+                print(f"{c}: missed where today finds the copy: {', '.join(extra) or 'none'}; "
+                      f"found where today misses: {', '.join(fewer) or 'none'}")
     if args.json:
         import json
 
