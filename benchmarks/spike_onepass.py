@@ -75,8 +75,14 @@ _BOILER = re.compile(r"(?:^|\s)(?:" + "|".join(_BOILER_WORDS) + r")(?:$|\s)"
 #: "article__content-well url-breadcrumb"); <article> and <main> are never boilerplate by class
 _KEEP = re.compile(r"wrap|content|article|story|main|body|post|entry", re.IGNORECASE)
 _KEEP_TAGS = frozenset(("article", "main", "body"))
+MIN_PROSE_WORDS = 20  # dedup.extract.MIN_WORDS
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _LINE = "\u2029"  # a line break the walk inserts (source newlines inside a paragraph are only blanks)
+#: where a link's text begins and ends in the walk's text (private-use characters)
+_A0, _A1 = "\ue000", "\ue001"
+#: a prose-length line (20 words or more) with at least this share of its characters in links is a row of
+#: links (a site footer's "Advertising | Privacy Policy | ...", related headlines run together), not prose
+LINK_SHARE = 0.5
 
 
 def _boilerplate(el, depth: int) -> bool:
@@ -125,11 +131,18 @@ def _walk(el, out: list, depth: int, link: bool = False) -> None:
                     if len(child):
                         _walk(child, out, depth + 1)
                     out.append(_LINE)
+            elif tag == "a" and not link:
+                out.append(_A0)
+                if child.text:
+                    out.append(child.text)
+                if len(child):
+                    _walk(child, out, depth + 1, True)
+                out.append(_A1)
             else:
                 if child.text:
                     out.append(child.text)
                 if len(child):
-                    _walk(child, out, depth + 1, link or tag == "a")
+                    _walk(child, out, depth + 1, link)
         if child.tail:  # a skipped element's tail is its parent's text
             out.append(child.tail)
 
@@ -145,7 +158,24 @@ def lxml_lines(tree) -> str:
     if root.text and root.tag != "html":
         out.append(root.text)
     _walk(root, out, 0)
-    return "\n".join(" ".join(line.split()) for line in "".join(out).split(_LINE) if line and not line.isspace())
+    return _text_lines("".join(out))
+
+
+def _text_lines(raw: str) -> str:
+    """The lines of ``raw`` (split at _LINE), blanks folded, link marks removed, rows of links left out."""
+    lines = []
+    for line in raw.split(_LINE):
+        line = " ".join(line.split())
+        if _A0 in line:
+            plain = line.replace(_A0, "").replace(_A1, "")
+            if plain.count(" ") >= MIN_PROSE_WORDS - 1:
+                linked = sum(len(part.partition(_A1)[0]) for part in line.split(_A0)[1:])
+                if linked >= LINK_SHARE * len(plain):
+                    continue
+            line = " ".join(plain.split())
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _one_article(tree):
@@ -413,11 +443,13 @@ def _sx_lines(tree) -> str:
     root = articles[0] if len(articles) == 1 else (tree.body or tree.root)
     if root is None:
         return ""
+    for node in root.css("a"):  # the link marks of _walk, as text nodes around each link
+        node.insert_before(_A0)
+        node.insert_after(_A1)
     for node in root.css(_SX_INLINE_CSS):  # one query (unwrap_tags makes one a tag)
         node.unwrap(delete_empty=True)
     root.merge_text_nodes()
-    raw = root.text(separator=_LINE, skip_empty=True)
-    return "\n".join(" ".join(line.split()) for line in raw.split(_LINE) if line and not line.isspace())
+    return _text_lines(root.text(separator=_LINE, skip_empty=True))
 
 
 def build_selectolax(html: bytes, url: str, t: Timer, cand: str = "selectolax", fallback: bool = True):
