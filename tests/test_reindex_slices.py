@@ -134,3 +134,47 @@ def test_a_slice_of_another_split_is_refused(sliced, corpus, tmp_path, capsys): 
     dest = sliced[0]
     assert main(slice_args(corpus, dest, tmp_path, 3, "--slice", "0")) != 0
     assert "already exists and holds another reindex" in capsys.readouterr().err
+
+
+def test_a_final_pass_that_parses_again_reads_each_document_once(single, corpus, tmp_path_factory, es_url,
+                                                                  monkeypatch):  # noqa: F811
+    """Slices whose hand-over is gone (as from slices of an older version): the final pass parses
+    again, reading the batch's documents once, and its drop lines come from that read (no second
+    ``mget`` of the dropped ones); it keeps and flags as one process does."""
+    from collections import Counter
+
+    from elasticsearch import Elasticsearch
+
+    from index.elastic import reindex
+
+    dest = f"{es_url}/nohand-{tmp_path_factory.mktemp('name').name.lower()}"
+    outs = [tmp_path_factory.mktemp(f"nohand{i}") for i in range(2)]
+    for i, out in enumerate(outs):
+        assert main(slice_args(corpus, dest, out, 2, "--slice", str(i))) == 0
+    base, name = dest.rsplit("/", 1)
+    client = Elasticsearch(base)
+    try:
+        client.indices.delete(index=f"{name}-slices-features")
+    finally:
+        client.close()
+    reads: Counter[str] = Counter()
+    call = reindex._Counting.call
+
+    def counted(self, what, fn, *args, **kwargs):
+        if getattr(fn, "__name__", "") == "mget" and kwargs.get("index") == name:
+            reads.update(kwargs["ids"])
+        return call(self, what, fn, *args, **kwargs)
+
+    monkeypatch.setattr(reindex._Counting, "call", counted)
+    merge_out = tmp_path_factory.mktemp("nohand-merge")
+    assert main(slice_args(corpus, dest, merge_out, 2, "--merge")) == 0
+    report = merge_report(dest)
+    assert report["reparsed"] > 0 and report["handed_over"] == 0 and report["dropped"] > 0
+    assert reads and max(reads.values()) == 1, reads.most_common(3)
+    lines = read_jsonl(merge_out / "dropped.jsonl")
+    assert len(lines) == report["dropped"]
+    for line in lines:  # each drop line holds the document's source fields (restorable), not its verdict
+        assert line["item"]["source"]["html"] and "dedup" not in line["item"]["source"]
+        assert reads[line["item"]["id"]] == 1
+    kept, _ = outcome(dest, merge_out)
+    assert {p: v[:2] for p, v in kept.items()} == {p: v[:2] for p, v in outcome(*single)[0].items()}

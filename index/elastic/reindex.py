@@ -63,6 +63,7 @@ from dedup.workers import WorkerError, WorkerPool
 from .connect import IndexUnavailable, Retrying, connect, describe
 from .reindex_state import WorkState
 from .search import DEDUP_MAPPING, field_value, pit_pages
+from .slicing import handover_json, handover_source
 
 __all__ = ["Reindex", "ReindexReport", "keep_sort", "mapping_fields", "KEEP_RULES", "MARKER"]
 
@@ -362,9 +363,10 @@ class Reindex:
 
                 es_rid = record_id(record)
             payload = self._payload(hit, verdict, page)
-            # a slice hands its kept pages' query features to the final pass (decided without parsing)
-            handover = (decider.query_features(page, features) if self.slices > 1 and record is not None
-                        and page is not None and not isinstance(features, str) else None)
+            # a slice hands its kept pages' query features to the final pass (decided without parsing):
+            # serialised here once, then kept, sized and sent as this text
+            handover = (handover_json(decider.query_features(page, features)) if self.slices > 1
+                        and record is not None and page is not None and not isinstance(features, str) else None)
             state.record(sid, status=verdict.status, kept=verdict.kept, record_id=record.id if record else None,
                          es_record_id=es_rid, payload=payload, after=sort, handover=handover)
             done += 1
@@ -682,7 +684,7 @@ class _Sink:
             self.es.close()
             raise
         self.kept: list[tuple[str, dict[str, Any], Record | None]] = []
-        self.handover: dict[str, dict[str, Any]] = {}  # source id -> query features, with the kept
+        self.handover: dict[str, str] = {}  # source id -> query features (JSON text), with the kept
         self.dropped: list[tuple[str, dict[str, Any]]] = []
         self.pending_bytes = 0
         self.sent_any = False
@@ -783,13 +785,14 @@ class _Sink:
         return len(rows)
 
     def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any],
-            handover: dict[str, Any] | None = None) -> None:
+            handover: str | None = None) -> None:
+        """One decision to send; ``handover``: a kept page's query features as JSON text (a slice's)."""
         size = len(json.dumps(payload, default=str))
         if kept:
             self.kept.append((sid, payload, record))
             if handover is not None and self.features:
                 self.handover[sid] = handover
-                size += len(json.dumps(handover))
+                size += len(handover)
         else:
             self.dropped.append((sid, payload))
         self.pending_bytes += size
@@ -816,10 +819,10 @@ class _Sink:
             self._contested(conflicts, dict(kept_records))
         if self.handover:  # after the records: the final pass reads a page's features beside its record
             handed = [{"_op_type": "index", "_index": self.features, "_id": sid,
-                       "_source": {"slice": self.job.slice_id, "q": q}} for sid, q in self.handover.items()]
+                       "_source": handover_source(self.job.slice_id, q)} for sid, q in self.handover.items()]
             self._bulk(handed, f"hand {len(handed)} pages' query features to the final pass ({self.features})")
             self.handed_over += len(handed)
-            self.handover_bytes += sum(len(json.dumps(a["_source"])) for a in handed)
+            self.handover_bytes += sum(len(a["_source"]) for a in handed)
         if self.dropped:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()

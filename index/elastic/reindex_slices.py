@@ -182,7 +182,8 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         queries = {d["_id"]: d["_source"]["q"] for d in got["docs"] if d.get("found") and "q" in d["_source"]}
     drops: list[tuple[str, Any, Record]] = []
     updates: list[dict[str, Any]] = []
-    sources: dict[str, dict[str, Any]] | None = None  # the batch's documents, read when one must be parsed
+    # the batch's documents, read when one must be parsed (then they also serve the drop lines)
+    sources: dict[str, dict[str, Any]] | None = None
     for hit in todo:
         sid = str(hit["_id"])
         report.processed += 1
@@ -224,8 +225,10 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
             report.flagged += 1
         decider.add_record(record, verdict)  # a kept exact duplicate (a drop without exact copies) claims nothing
     if drops:
-        dropped = es.call("read dropped documents", c.mget, index=name, ids=[s for s, *_ in drops])
-        by_id = {d["_id"]: d.get("_source") or {} for d in dropped["docs"] if d.get("found")}
+        if sources is None:  # else read above, unchanged since: the batch writes nothing before this
+            got_docs = es.call("read dropped documents", c.mget, index=name, ids=[s for s, *_ in drops])
+            sources = {d["_id"]: d for d in got_docs["docs"] if d.get("found")}
+        by_id = {sid: sources[sid].get("_source") or {} for sid, *_ in drops if sid in sources}
         entries = []
         for sid, verdict, record in drops:
             source = {k: v for k, v in by_id.get(sid, {}).items() if k != "dedup"}

@@ -80,9 +80,9 @@ class WorkState:
         return self.db.execute("SELECT 1 FROM docs WHERE source_id = ?", (source_id,)).fetchone() is not None
 
     def record(self, source_id: str, *, status: str, kept: bool, record_id: int | None, es_record_id: int | None,
-               payload: dict[str, Any], after: list[Any] | None, handover: dict[str, Any] | None = None) -> None:
+               payload: dict[str, Any], after: list[Any] | None, handover: str | None = None) -> None:
         """One decision and the read position reached, in one transaction (with ``handover``, a
-        slice's query features of the page, kept until sent as the payload is)."""
+        slice's query features of the page as JSON text, kept as they are until sent, as the payload is)."""
         with self.db:
             seq = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM docs").fetchone()[0]
             self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id) "
@@ -90,8 +90,7 @@ class WorkState:
             self.db.execute("INSERT INTO pending(source_id, payload) VALUES (?, ?)",
                             (source_id, json.dumps(payload, ensure_ascii=False, default=str)))
             if handover is not None:
-                self.db.execute("INSERT INTO handover(source_id, features) VALUES (?, ?)",
-                                (source_id, json.dumps(handover, ensure_ascii=False)))
+                self.db.execute("INSERT INTO handover(source_id, features) VALUES (?, ?)", (source_id, handover))
             if after is not None:
                 self._set({"search_after": after})
 
@@ -115,9 +114,10 @@ class WorkState:
         for sid, kept, rid, payload in rows:
             yield sid, bool(kept), rid, json.loads(payload)
 
-    def handovers(self) -> dict[str, dict[str, Any]]:
-        """Source id -> query features of the kept decisions not yet in the cluster (a slice's)."""
-        return {sid: json.loads(f) for sid, f in self.db.execute("SELECT source_id, features FROM handover")}
+    def handovers(self) -> dict[str, str]:
+        """Source id -> query features (JSON text, as recorded) of the kept decisions not yet in the
+        cluster (a slice's)."""
+        return dict(self.db.execute("SELECT source_id, features FROM handover").fetchall())
 
     def max_record_id(self) -> int:
         return self.db.execute("SELECT coalesce(max(record_id), 0) FROM docs").fetchone()[0]

@@ -5,6 +5,7 @@ whole story): the field slices are cut on, and the registry of slices and final-
 cycle."""
 from __future__ import annotations
 
+import json
 import socket
 from typing import Any, Iterator
 
@@ -13,7 +14,8 @@ from dedup.droplog import iso_now
 from .connect import Retrying
 from .search import pit_pages
 
-__all__ = ["SLICE_FIELD", "FEATURES_MAPPING", "Registry", "features_name", "slices_name", "ensure_index"]
+__all__ = ["SLICE_FIELD", "FEATURES_MAPPING", "Registry", "features_name", "slices_name", "ensure_index",
+           "handover_json", "handover_source"]
 
 #: the field the source is sliced on: stable across points in time (see the module docstring)
 SLICE_FIELD = "_id"
@@ -33,6 +35,21 @@ FEATURES_MAPPING: dict[str, Any] = {
     "dynamic": False,
     "properties": {"slice": {"type": "integer"}, "q": {"type": "object", "enabled": False}},
 }
+
+
+def handover_json(features: dict[str, Any]) -> str:
+    """A kept page's query features (``Deduplicator.query_features``) as JSON text, made once a page:
+    the work folder keeps this text until the bulk write is acknowledged, the bulk write's size
+    counts it, and :func:`handover_source` puts it in the hand-over document as it is.  ASCII (the
+    arrays are base64 already; a title's other characters escaped), so its length is its size."""
+    return json.dumps(features, separators=(",", ":"))
+
+
+def handover_source(slice_id: int, features_json: str) -> bytes:
+    """The ``_source`` of a page's document in ``DEST-slices-features``, ``{"slice": I, "q": features}``,
+    as the JSON bytes of the bulk body: the features' text (:func:`handover_json`) is put in as it is,
+    not read back and serialised again (the client sends bytes unchanged)."""
+    return b'{"slice":%d,"q":%s}' % (slice_id, features_json.encode("utf-8"))
 
 
 def slices_name(dest_name: str) -> str:
