@@ -216,3 +216,18 @@ def test_sigkill_with_kept_pages_in_the_bulk_buffer_loses_none(site_url, es_url,
     assert sorted(p for p, n in recorded.items() if n > 1) == []
     assert sorted(set(recorded) - set(indexed)) == []  # every kept page searchable
     check_ground_truth(indexed, dropped)  # every page once: kept in the index or dropped
+
+
+def test_a_cluster_away_at_start_is_one_line(site_url, crawl, tmp_path):
+    """No cluster answers at the URI: the crawl is refused before it starts, in one line naming the cluster
+    and what failed, exit 1 (it was a traceback out of the pipelines' open_spider after the spider started)."""
+    import socket
+
+    with socket.socket() as s:  # a free port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = crawl(site_url, tmp_path, 'DEDUP_ES_OPTIONS={"retry_seconds": 1}',
+                   index_uri=f"http://127.0.0.1:{port}/pages", timeout=60)
+    assert result.returncode == 1, result.log[-3000:]
+    assert "Traceback" not in result.log and "Spider opened" not in result.log, result.log[-3000:]
+    assert f"scrapy-dedup: Elasticsearch at http://127.0.0.1:{port} failed to reach the cluster" in result.log
