@@ -117,7 +117,7 @@ def cluster_unreachable(uri: str, es_options: dict) -> str | None:
     """Why the Elasticsearch cluster of ``uri`` cannot be reached (no answer within its retry budget,
     ``retry_seconds`` of ``DEDUP_ES_OPTIONS``), or None: reached, not Elasticsearch, or any other answer
     (an error the crawl reports itself when it opens the index)."""
-    if not uri.lower().startswith(("http://", "https://")):
+    if not uri.lower().startswith(("http://", "https://", "es://")):
         return None
     try:
         from index.elastic import CONNECT_OPTIONS, IndexUnavailable
