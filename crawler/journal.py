@@ -49,6 +49,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.request import request_from_dict
 
 from .config import is_enabled, settings_of
+from .pipelines import index_buffered, index_flushed
 from .spool import REPLAY_KEY
 
 __all__ = ["RequestJournal", "JournalMiddleware", "FlushingDupeFilter", "JOURNAL_FILE", "META_KEY"]
@@ -102,6 +103,7 @@ class RequestJournal:
         self.decided_before: dict[int, set[str]] = {}
         self.dropped_last_run: set[str] = set()  # URLs the killed run appended to the dropped log
         self.replayed: set[int] = set()   # ids scheduled again from the journal in this run  # replayed id -> item URLs its killed run decided
+        self.unsent: set[int] = set()     # done, but a kept page of theirs waits in the search index's write buffer
         self._warned_unserializable = False
 
     @classmethod
@@ -120,6 +122,7 @@ class RequestJournal:
         crawler.signals.connect(journal.response_received, signal=signals.response_received)
         crawler.signals.connect(journal.item_decided, signal=signals.item_scraped)
         crawler.signals.connect(journal.item_decided, signal=signals.item_dropped)
+        crawler.signals.connect(journal.index_flushed, signal=index_flushed)
         return journal
 
     # -- storage -----------------------------------------------------------------------------------
@@ -219,12 +222,36 @@ class RequestJournal:
 
     def item_decided(self, item: Any, response: Any, spider: Spider, **kwargs: Any) -> None:
         """An item went through the pipelines (kept, or dropped): if its request is replayed after a
-        kill, that item is not decided a second time (:class:`JournalMiddleware`)."""
+        kill, that item is not decided a second time (:class:`JournalMiddleware`). A kept item that
+        waits in the search index's write buffer (Elasticsearch's bulk writes) is not safe yet: its
+        request keeps its row until the buffer is sent, and a replay decides the item again (the
+        dedup index recognises its own record) so that it reaches the search index."""
         request = getattr(response, "request", None)
         journal_id = request.meta.get(META_KEY) if request is not None else None
         url = ItemAdapter(item).get("url") if ItemAdapter.is_item(item) else None
-        if self.db is not None and journal_id is not None and url:
-            self.db.execute("INSERT INTO decided VALUES (?, ?)", (journal_id, str(url)))
+        if self.db is None or journal_id is None or not url:
+            return
+        if "exception" not in kwargs and self._buffered():  # item_scraped (kept) into a buffer not yet sent
+            self.unsent.add(journal_id)
+            return
+        self.db.execute("INSERT INTO decided VALUES (?, ?)", (journal_id, str(url)))
+
+    def index_flushed(self, **_: Any) -> None:
+        """The search index's buffer was sent: the requests whose pages waited there are done."""
+        if self.db is None or not self.unsent:
+            return
+        # those still in progress are deleted as usual when done (their pages went out with this buffer)
+        held, self.unsent = self.unsent - self.active, set()
+        self.db.execute("BEGIN")
+        for journal_id in held:
+            self._delete(journal_id)
+        self.db.execute("COMMIT")
+
+    def _buffered(self) -> int:
+        """Kept documents the search index holds unsent (:data:`crawler.pipelines.index_buffered`)."""
+        if self.crawler is None:
+            return 0
+        return sum(n for _, n in self.crawler.signals.send_catch_log(index_buffered) if isinstance(n, int))
 
     def already_decided(self, request: Request, url: Any) -> bool:
         journal_id = request.meta.get(META_KEY)
@@ -235,9 +262,10 @@ class RequestJournal:
         def remove_request(request: Request) -> None:
             journal_id = request.meta.get(META_KEY)
             if journal_id is not None and journal_id in self.active and self.db is not None:
-                self.db.execute("BEGIN")
-                self._delete(journal_id)
-                self.db.execute("COMMIT")
+                if journal_id not in self.unsent:  # else its row goes when the search index's buffer is sent
+                    self.db.execute("BEGIN")
+                    self._delete(journal_id)
+                    self.db.execute("COMMIT")
                 self.active.discard(journal_id)
                 self.decided_before.pop(journal_id, None)
                 self.replayed.discard(journal_id)

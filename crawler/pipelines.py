@@ -23,6 +23,7 @@ for logging.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
 from dedup.workers import WorkerError, WorkerPool
 
+from .bodies import FetchedHTML
 from .config import is_enabled, settings_of
 from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
@@ -55,6 +57,10 @@ logger = logging.getLogger(__name__)
 index_buffered = object()
 flush_index = object()
 index_flushed = object()
+
+#: key of ``item["dedup"]`` marking a page fetched again that the dedup index recorded under its URL:
+#: ``IndexPipeline`` writes it only when the search index does not hold it (a kill between the two writes)
+REFETCH_KEY = "refetched"
 
 
 def _es_errors(*names: str) -> tuple[type[BaseException], ...]:
@@ -107,12 +113,17 @@ class DuplicateDropped(DropItem):
 
 def item_source(adapter: ItemAdapter, html_field: str = "html") -> Source | Page:
     """What the page of an item is made from (:class:`dedup.sources.Source`): raw HTML in
-    ``html_field``, else the item's ``url``, ``title`` and ``text``. A parsed page in ``page`` (an item
+    ``html_field`` (the response's bytes when it holds a :class:`~crawler.bodies.FetchedHTML`), else the
+    item's ``url``, ``title`` and ``text``. A parsed page in ``page`` (an item
     replayed from the spool) is taken out of the item and returned as it is."""
     page = adapter.pop("page", None) if "page" in adapter else None
     if isinstance(page, Page):
         return page
-    return Source.from_item(adapter, html_field)
+    source = Source.from_item(adapter, html_field)
+    if isinstance(source.html, FetchedHTML):  # the response's bytes, decoded as dedup decodes a body
+        source = dataclasses.replace(source, html=source.html.body,
+                                     content_type=source.content_type or source.html.content_type)
+    return source
 
 
 class _PipelineBase:
@@ -261,6 +272,13 @@ class DedupPipeline(_PipelineBase):
             return item
         if replay:  # a spooled page the index may have recorded before the outage
             verdict = self.deduplicator.recorded_copy(verdict, url) or verdict
+        elif not verdict.kept and (recorded := self.deduplicator.recorded_copy(verdict, url)) is not None:
+            # the same URL with the same content is recorded already: the page was fetched again (Scrapy
+            # fetches a start URL again when a page links to it), it is not a copy of itself. It carries
+            # its record's verdict to IndexPipeline, which stores it only if the search index misses it
+            self._inc("dedup/refetched")
+            self._set_dedup(adapter, {**recorded.to_dict(), REFETCH_KEY: True})
+            return item
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
         if verdict.kept:
@@ -399,6 +417,10 @@ class IndexPipeline(_PipelineBase):
 
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
+        verdict = adapter.get("dedup")
+        if isinstance(verdict, dict) and verdict.pop(REFETCH_KEY, False) and self.search.get(adapter["url"]):
+            raise DropItem(f"{adapter['url']}: fetched again; recorded and in the search index already",
+                           log_level="DEBUG")
         doc = {name: adapter.get(name) for name in self.FIELDS}
         doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
         if not doc["text"] and adapter.get(self.html_field):

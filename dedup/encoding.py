@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import re
 
-__all__ = ["decode_html", "declared_charset"]
+__all__ = ["decode_html", "declared_charset", "looks_binary"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]+)""", re.I)
 _BOMS = (
@@ -32,6 +32,37 @@ _BOMS = (
 _ASCII = bytes(range(0x80))
 _ALIASES = {"iso-8859-1": "cp1252", "latin-1": "cp1252", "latin1": "cp1252", "ascii": "cp1252",
             "us-ascii": "cp1252", "iso8859-1": "cp1252", "cp819": "cp1252"}
+
+
+# WHATWG MIME sniffing's "binary data bytes": control characters no text format uses (not TAB, LF, FF,
+# CR, ESC), looked for in its sniffing window (the first 1,445 bytes)
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_BINARY_CHARS = re.compile("[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_SNIFF = 1445
+_BINARY_SHARE = 0.05
+# images, documents and archives a server may send as text/html
+_MAGIC = (b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"%PDF-", b"PK\x03\x04", b"\x1f\x8b",
+          b"\x00\x00\x01\x00", b"\xfd7zXZ\x00", b"7z\xbc\xaf\x27\x1c")
+
+
+def looks_binary(body: bytes | str) -> bool:
+    """Whether ``body`` is binary data (an image, an archive) rather than text: it starts with a known
+    image, document or archive signature, or at least 5% of its first 1,445 bytes are binary data bytes
+    (WHATWG MIME sniffing's set; random bytes have ~10%, a PNG 10-12%, a text page with a few stray
+    NULs ~1%; none of the 1,270 goldset-dev, negatives-dev and sample-site pages has one). A UTF-16/32
+    byte-order mark makes it text. A str (a body something else decoded, e.g. Scrapy's
+    ``response.text``) is checked on its characters."""
+    if isinstance(body, str):
+        head: bytes | str = body[:_SNIFF]
+        found = len(_BINARY_CHARS.findall(head))
+    else:
+        if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)):  # UTF-32 LE's too
+            return False
+        if body.startswith(_MAGIC) or body[8:12] == b"WEBP" and body.startswith(b"RIFF"):
+            return True
+        head = body[:_SNIFF]
+        found = len(_BINARY_BYTES.findall(head))
+    return bool(head) and found >= _BINARY_SHARE * len(head)
 
 
 def _normal(label: str | None) -> str | None:

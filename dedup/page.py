@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, unquote
 
 import lxml.html
 
-from .encoding import decode_html
+from .encoding import decode_html, looks_binary
 from .extract import DEFAULT_EXTRACTOR, check_extractor, element_text, lxml_tree
 from .extractcheck import checked_main_text, list_share
 from .text import split_sentences
@@ -123,6 +123,8 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
         original = len(html)
         html = _cut_bytes(html, max_bytes)
         truncated["bytes"] = [original, len(html)]
+    if looks_binary(html):  # an image or an archive served as HTML: no text to find in it
+        return Page(url=url, url_tokens=url_tokens(url), truncated=truncated, extraction="binary")
     text, encoding = decode_html(html, content_type)
     page = Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated)
     if not text.strip():

@@ -68,8 +68,11 @@ class Source:
         content_type = item.get("content_type")
         if not (isinstance(content_type, str) and "/" in content_type):  # a field of another meaning
             content_type = None
-        return cls(url=str(item.get("url") or ""), html=item.get(html_field) or None,
-                   content_type=content_type, title=item.get("title"), text=item.get("text"))
+        html, title, text = item.get(html_field), item.get("title"), item.get("text")
+        if not html and (title or text):  # an empty HTML field beside a title or text: made of those
+            html = None
+        # an empty HTML field and nothing else is an empty page, and is parsed as one (extraction "empty")
+        return cls(url=str(item.get("url") or ""), html=html, content_type=content_type, title=title, text=text)
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], url: str, *, html_field: str | None = None,
@@ -104,7 +107,7 @@ def page_from_source(source: Source, limits: Any = None) -> Page:
     max_chars = getattr(limits, "max_text_chars", MAX_TEXT_CHARS)
     extractor = getattr(limits, "extractor", DEFAULT_EXTRACTOR)
     html = source.html
-    if html:
+    if html is not None and (html or not (source.title or source.text)):
         if isinstance(html, (bytearray, memoryview)):
             html = bytes(html)
         if not isinstance(html, (bytes, str)):

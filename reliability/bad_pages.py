@@ -6,6 +6,8 @@ a silently vanished page. ``serve(dir)`` writes them, with an index page linking
 from __future__ import annotations
 
 import random
+import struct
+import zlib
 from pathlib import Path
 
 __all__ = ["bad_pages", "write_site"]
@@ -13,6 +15,16 @@ __all__ = ["bad_pages", "write_site"]
 _STORY = ("The harbour bridge will close for repairs next spring, the city council said on Monday. "
           "Engineers found corrosion in the main cables during a routine inspection last year. "
           "Commuters will be offered extra ferries and a shuttle bus while the work goes on. ")
+
+
+def _png(width: int = 64, height: int = 64) -> bytes:
+    """A real PNG image (a few flat-coloured rows, as icons and banners are): mostly ASCII-range bytes
+    after compression, so a charset guess alone reads it as text."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\0" + bytes([y * 3 % 256, 90, 200]) * width for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def _doc(body: str, title: str = "Page", head: str = "") -> str:
@@ -38,6 +50,7 @@ def bad_pages(big_bytes: int = 20_000_000) -> dict[str, tuple[bytes, str]]:
         "bogus_charset": (_doc("<p>" + _STORY + "</p>", "Bogus").encode(), "text/html; charset=x-no-such-thing"),
         "binary": (bytes(rng.randrange(256) for _ in range(20000)), html),
         "png_as_html": (b"\x89PNG\r\n\x1a\n" + bytes(rng.randrange(256) for _ in range(5000)), html),
+        "png_image": (_png(), html),
         "empty": (b"", html),
         "whitespace": (b"   \n\t  ", html),
         "no_main_text": (b"<html><head><title>Nav only</title></head><body><nav><a href='/'>Home</a></nav>"

@@ -36,13 +36,13 @@ def test_every_bad_page_gets_a_verdict(dedup, name):
     if not page.text.strip():
         assert (verdict.status, verdict.rule) == ("unique", "unextractable")
         # "<extractor>>navigation": the extract was only the page's links (dedup.extractcheck), dropped
-        assert verdict.scores["extraction"] in ("empty", "none", "unparseable") or \
+        assert verdict.scores["extraction"] in ("empty", "binary", "none", "unparseable") or \
             verdict.scores["extraction"].endswith(">navigation")
     else:
         assert verdict.rule != "unextractable"
 
 
-@pytest.mark.parametrize("name", ["empty", "whitespace", "binary", "png_as_html"])
+@pytest.mark.parametrize("name", ["empty", "whitespace", "binary", "png_as_html", "png_image"])
 def test_pages_without_text_are_unextractable_and_kept(dedup, name):
     body, ctype = PAGES[name]
     _, first = dedup.process_html(body, f"http://bad.example/{name}/1", content_type=ctype)
@@ -157,11 +157,52 @@ def test_crawl_of_bad_pages_records_every_page(tmp_path, crawl, subprocess_env):
     # the one link Scrapy refuses (URL longer than URLLENGTH_LIMIT, 2083) is logged and counted
     assert "'urllength/request_ignored_count': 1" in result.log
     verdicts = {u[len(url):].split(".html")[0]: v[0] for u, v in recorded.items()}
-    for name in ("empty", "whitespace", "binary", "png_as_html"):
+    for name in ("empty", "whitespace", "binary", "png_as_html", "png_image"):
         assert (verdicts[name]["status"], verdicts[name]["rule"]) == ("unique", "unextractable"), name
     original, kept = verdicts["big"]["scores"]["truncated"]["bytes"]
     assert original > 19_000_000 and kept == 5_000_000
     assert result.seconds < 60
+
+
+@pytest.mark.crawl
+def test_the_readme_spider_gets_the_same_pages_from_bad_input(tmp_path, subprocess_env):
+    """The README's user spider hands over ``response.text`` (decoded by Scrapy, not by dedup) and
+    runs with JOBDIR: every bad page still ends with one verdict, binary and empty bodies as
+    ``unextractable``, a charset-less windows-1252 page decoded as dedup decodes its bytes."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import userproject
+    from crawler.sample_site import terminate
+    from conftest import read_jsonl
+
+    paths = write_site(tmp_path / "site", big_bytes=6_000_000)
+    project = userproject.write(tmp_path / "project")
+    proc, url = _serve(tmp_path / "site", subprocess_env)
+    try:
+        run = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={url}",
+                              "-s", f"DEDUP_INDEX=local://{tmp_path / 'index'}", "-s", f"JOBDIR={tmp_path / 'job'}",
+                              "-s", "LOG_LEVEL=INFO", "-O", str(tmp_path / "items.jsonl")], cwd=project,
+                             env={**subprocess_env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                             timeout=300)
+    finally:
+        terminate(proc)
+    log = run.stderr
+    assert run.returncode == 0, log[-3000:]
+    assert "'finish_reason': 'finished'" in log and "dedup/errors" not in log and "Traceback" not in log
+    recorded = {}
+    for item in read_jsonl(tmp_path / "items.jsonl"):
+        recorded.setdefault(item["url"], []).append((item["dedup"], item["title"], item["text"]))
+    for line in read_jsonl(tmp_path / "index" / "dropped.jsonl"):
+        recorded.setdefault(line["url"], []).append((line["verdict"], line["item"]["title"], line["item"]["text"]))
+    assert all(len(v) == 1 for v in recorded.values()), {u: len(v) for u, v in recorded.items() if len(v) > 1}
+    assert set(recorded) == {url + p for n, p in paths.items() if n != "too_long_url"} | {url}
+    got = {u[len(url):].split(".html")[0]: v[0] for u, v in recorded.items()}
+    for name in ("empty", "whitespace", "binary", "png_as_html", "png_image"):
+        verdict = got[name][0]
+        assert (verdict["status"], verdict["rule"]) == ("unique", "unextractable"), (name, verdict)
+        assert verdict["scores"]["extraction"] in ("empty", "binary", "none", "unparseable"), (name, verdict)
+    assert got["empty"][0]["scores"]["extraction"] == "empty"
+    assert "Café crème, naïve façade, Zürich und Köln" in got["no_charset"][2]
+    assert got["big"][0]["scores"]["truncated"]["bytes"] == [len(bad_pages(6_000_000)["big"][0]), 5_000_000]
 
 
 def test_limit_settings_are_parsed_and_validated():

@@ -76,7 +76,8 @@ def work(first, tmp_path):
 @pytest.fixture(scope="module")
 def recrawled(site_url, crawl, first, tmp_path_factory):
     """The same site crawled again into a copy of the first index, appending to a copy of its
-    log: every page is now dropped, those of the first log for the second time."""
+    log: the pages the first crawl dropped are dropped a second time; the kept ones are their own
+    records (fetched again, not copies of themselves) and are not logged."""
     out = tmp_path_factory.mktemp("recrawled")
     shutil.copytree(first.index, out / "index")
     shutil.copy(first.dropped_log, out / "dropped.jsonl")
@@ -247,15 +248,19 @@ def test_show_prints_verdict_and_both_texts(first, capsys):
 
 
 @CRAWL
-def test_show_falls_back_to_the_log_without_an_index(recrawled, capsys, tmp_path):
-    """After a recrawl every page is in the log: the copied page's text comes from there."""
-    entry = next(d for d in recrawled.dropped if manifest_key(d["url"]) == "/print/library-roof.html"
-                 and d["verdict"]["duplicate_of"] != d["url"])
+def test_show_falls_back_to_the_log_without_an_index(first, capsys, tmp_path):
+    """When the copied page was itself dropped later (the log holds a line for it) and there is no index,
+    the copied page's text comes from the log."""
+    entry = next(d for d in first.dropped if manifest_key(d["url"]) == "/print/library-roof.html")
+    kept = next(i for i in first.items if i["url"] == entry["verdict"]["duplicate_of"])
+    copied = {**entry, "url": kept["url"], "item": {"url": kept["url"], "title": kept["title"], "text": kept["text"]},
+              "verdict": {**entry["verdict"], "duplicate_of": "http://elsewhere.example/roof.html"}}
+    log = tmp_path / "dropped.jsonl"
+    log.write_text(first.dropped_log.read_text(encoding="utf-8") + json.dumps(copied) + "\n", encoding="utf-8")
     missing = f"local://{tmp_path / 'no-index'}"
-    shown = dedup_json(capsys, "dropped", "show", entry["url"], *args(recrawled.dropped_log, missing))
-    copied = next(d for d in reversed(recrawled.dropped) if d["url"] == entry["verdict"]["duplicate_of"])
-    assert shown["copies"]["text"] == copied["item"]["text"]
-    assert shown["copies_source"] == f"dropped log {recrawled.dropped_log}"
+    shown = dedup_json(capsys, "dropped", "show", entry["url"], *args(log, missing))
+    assert shown["copies"]["text"] == kept["text"]
+    assert shown["copies_source"] == f"dropped log {log}"
     assert "no search index" in shown["copies_note"]
     assert not (tmp_path / "no-index").exists()  # showing never creates an index
 
@@ -263,15 +268,15 @@ def test_show_falls_back_to_the_log_without_an_index(recrawled, capsys, tmp_path
 @CRAWL
 def test_recrawl_log_folds_to_one_entry_per_url(recrawled, first, capsys):
     rows = dedup_json(capsys, "dropped", "list", *args(recrawled.dropped_log))
-    assert sorted(manifest_key(r["url"]) for r in rows) == ALL_PATHS
     twice = {d["url"] for d in first.dropped}
-    assert {r["url"]: r["drops"] for r in rows} == {r["url"]: 2 if r["url"] in twice else 1 for r in rows}
+    assert {r["url"] for r in rows} == twice  # the kept pages were fetched again, not dropped
+    assert {r["url"]: r["drops"] for r in rows} == {u: 2 for u in twice}
     latest = {d["url"]: d["verdict"] for d in recrawled.dropped}  # the second crawl's lines come last
     assert {r["url"]: (r["status"], r["duplicate_of"]) for r in rows} == \
         {u: (v["status"], v["duplicate_of"]) for u, v in latest.items()}
-    assert {r["status"] for r in rows if r["url"] not in twice} == {"exact_duplicate"}
+    assert all(r["duplicate_of"] != r["url"] for r in rows)
     stats = dedup_json(capsys, "dropped", "stats", *args(recrawled.dropped_log))
-    assert stats["pages"] == len(ALL_PATHS) and stats["drops"] == len(ALL_PATHS) + len(twice)
+    assert stats["pages"] == len(twice) and stats["drops"] == 2 * len(twice)
 
 
 # -- broken logs ----------------------------------------------------------------------------------
@@ -609,3 +614,28 @@ def test_restore_refuses_a_missing_or_other_index_and_forces_on_request(work, fi
     code, out, err = dedup(capsys, "dropped", "restore", first.dropped[1]["url"], "--log", log, "--index", missing,
                            "--force")
     assert code == 0 and f"restored into {missing}" in out and (tmp_path / "fresh").exists()
+
+
+@CRAWL
+def test_restoring_a_logged_second_fetch_leaves_the_kept_page_alone(work, first, capsys):
+    """Logs written before refetches were recognised hold a kept page's second fetch as an exact duplicate
+    of its own URL. Restoring that line must not turn the kept page's search document into a 'restored'
+    copy of itself: nothing is written, and the command says why."""
+    log, uri, index_dir = work
+    kept = next(i for i in first.items if i["dedup"]["status"] == "unique")
+    template = first.dropped[0]
+    line = {**template, "url": kept["url"], "item": {"url": kept["url"], "title": kept["title"], "text": kept["text"],
+                                                     "fetched_at": kept["fetched_at"]},
+            "verdict": {**template["verdict"], "status": "exact_duplicate", "rule": "content_hash",
+                        "duplicate_of": kept["url"]}}
+    line["index"] = uri
+    with log.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+    before_records = len(_records(index_dir))
+    code, out, err = dedup(capsys, "dropped", "restore", kept["url"], *args(log, uri))
+    assert code == 0, err
+    assert f"{kept['url']} is kept in {uri}" in out and "0 restored" in out
+    assert len(_records(index_dir)) == before_records
+    with open_search(uri, readonly=True) as search:
+        assert search.get(kept["url"])["dedup"]["status"] == "unique"
+    assert not [e for e in log_lines(log) if e.get("event")]

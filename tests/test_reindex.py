@@ -211,6 +211,19 @@ def wait_for(condition, proc, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def slow_run(args: list[str], work: Path, decisions: int) -> subprocess.Popen:
+    """``dedup ARGS`` in a subprocess deciding a document every 0.1 s, once it has made ``decisions``."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: decided(work) >= decisions, proc)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return proc
+
+
 def test_reindex_survives_outages(uninterrupted, site_url, tmp_path):
     """A server gone longer than the retry budget stops the run with one line and no document in
     `error`; the same command continues.  A server restarted within the budget (its point in time
@@ -382,10 +395,8 @@ def test_reindex_refuses_reruns_into_a_filled_destination(uninterrupted, corpus,
 def test_reindex_refuses_a_second_run_at_once(corpus, tmp_path, es_url, capsys):
     dest = f"{es_url}/twice-{tmp_path.name.lower()}"
     args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
-    proc = subprocess.Popen([sys.executable, "-c", KILLER, "slow", "0", *args], cwd=ROOT, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = slow_run(args, tmp_path / "checkpoint.work", 2)
     try:
-        wait_for(lambda: decided(tmp_path / "checkpoint.work") >= 2, proc)
         assert main(args) == 2
         err = capsys.readouterr().err
         assert f"another reindex (pid {proc.pid}) is running with work folder" in err, err
@@ -445,3 +456,44 @@ def test_worker_processes_give_what_this_process_gives(tmp_path):
     one, two = featured(1), featured(2)
     assert [r[0] for r in two] == [h["_id"] for h, _ in hits] and two == one
     assert two[3][2] is None and two[3][3] == "TypeError: HTML of http://a.example/bad must be bytes or str, got int"
+
+
+def test_progress_lines_time_the_rate_from_the_first_decision(monkeypatch, capsys):
+    """Without a terminal, the rate and ETA are measured from the first decided document: the start-up
+    before it (worker processes loading their tables, ~10 s) made the first line say '0.1/s, ETA 15096 s'."""
+    from dedup.cli.commands import reindex as command
+
+    clock = iter([0.0, 10.0, 12.0, 14.0])
+    monkeypatch.setattr(command.time, "monotonic", lambda: next(clock))
+    show = command.log_progress("reindex", every=1)
+    show(0, 1000)    # the run starts
+    show(1, 1000)    # its first decision, after 10 s of start-up
+    show(101, 1000)  # 100 more in 2 s
+    show(201, 1000)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "reindex: 1/1000 documents"
+    assert lines[1] == "reindex: 101/1000 documents (50.0/s, ETA 17 s)"
+    assert lines[2] == "reindex: 201/1000 documents (50.0/s, ETA 15 s)"
+
+
+def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(uninterrupted, corpus, tmp_path, es_url):
+    """Ctrl-C (SIGINT) mid-run: one line saying what is kept and how to resume, exit status 130, no
+    traceback (it was a 40-line KeyboardInterrupt traceback); the same command then finishes the job
+    with the uninterrupted run's verdicts."""
+    import signal
+
+    dest = f"{es_url}/ctrlc-{tmp_path.name.lower()}"
+    args = reindex_args(corpus, dest, tmp_path, "--batch-size", "5")
+    proc = slow_run(args, tmp_path / "checkpoint.work", 3)
+    try:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted" in err and "run the same command again" in err and str(tmp_path / "checkpoint.work") in err
+    assert main(args) == 0
+    assert outcome(dest, tmp_path) == outcome(*uninterrupted)

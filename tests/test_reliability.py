@@ -76,6 +76,9 @@ def test_sigkill_site_spider_then_resume_and_second_crawl_refused(site_url, tmp_
         second = run_crawl(site_url, tmp_path / "second", index=index, timeout=60)
         assert second.returncode != 0 or "'finish_reason'" not in second.log
         assert "in use by another process" in second.log and "Elasticsearch" in second.log, second.log[-2000:]
+        # refused in one line before the crawl starts, not through a traceback out of the pipelines
+        assert second.returncode == 1 and "Traceback" not in second.log and "Spider opened" not in second.log, \
+            second.log[-3000:]
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         if proc.poll() is None:

@@ -139,3 +139,12 @@ def test_lazy_featurizer_makes_its_own_on_first_use_and_keeps_it():
     first = lazy(page)
     assert lazy._featurizer is not None and lazy._featurizer is not featurizer_for(config)  # not the worker cache
     assert lazy(page).simhash == first.simhash == featurizer_for(config)(page).simhash
+
+
+def test_an_empty_html_field_is_an_empty_page():
+    """An item whose HTML field is empty (an empty response's text) is parsed as an empty page, not
+    made of its missing title and text; beside a title or text the empty field is ignored."""
+    assert page_from_source(Source.from_item({"url": URL, "html": ""})).extraction == "empty"
+    assert page_from_source(Source.from_item({"url": URL, "html": b""})).extraction == "empty"
+    page = page_from_source(Source.from_item({"url": URL, "html": "", "title": "T", "text": ARTICLE}))
+    assert (page.extraction, page.title) == ("item", "T")

@@ -81,3 +81,12 @@ def test_every_dropped_page_restores_from_a_compact_log(project):
         words = " ".join(line["item"]["text"].split()[2:8])
         hits = json.loads(dedup("search", words, "--index", uri, "--json", "--limit", "50").stdout)
         assert line["url"] in [h["url"] for h in hits]
+
+
+def test_no_page_is_both_kept_and_dropped(project):
+    """Scrapy fetches a start URL again when a page links to it (start requests skip the dupefilter):
+    the second fetch is the same page, not a copy of itself, so it is neither dropped nor logged."""
+    root, uri, log, items = project
+    dropped = [line for line in read_jsonl(log) if "verdict" in line]  # not the restore test's events
+    assert [d["url"] for d in dropped if d["verdict"]["duplicate_of"] == d["url"]] == []
+    assert {i["url"] for i in items} & {d["url"] for d in dropped} == set()

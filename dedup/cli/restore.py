@@ -126,6 +126,12 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
     when = iso_now()
     fetched_at = epoch_seconds(item.get("fetched_at"))
     record_id = _existing_record(index, entry.url, features.content_hash)
+    if record_id is not None and entry.duplicate_of == entry.url:
+        # a second fetch of a kept page, logged as its own copy (logs written before refetches were
+        # recognised): the page is in the index already, and its search document must keep its verdict
+        return RestoreResult(entry.url, "already_restored",
+                             f"{entry.url} is kept in {target} (dedup record {record_id}); its drop line logged a "
+                             "second fetch of the same page, so nothing is restored", record_id, target)
     if record_id is None:
         record = features.to_record(page, status=entry.status or "exact_duplicate",
                                     duplicate_of=entry.duplicate_of, fetched_at=fetched_at)

@@ -7,7 +7,7 @@ import fcntl
 import os
 from pathlib import Path
 
-__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release"]
+__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release", "in_use"]
 
 LOCK_NAME = "lock"
 
@@ -49,3 +49,15 @@ def release(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def in_use(path: Path) -> str | None:
+    """Why the local index at ``path`` cannot be opened for writing now (another process holds it), or
+    None; creates nothing. For a check before a crawl starts (the lock itself is taken when it opens)."""
+    if not (Path(path) / LOCK_NAME).exists():
+        return None
+    try:
+        release(acquire(Path(path)))
+    except IndexLocked as exc:
+        return str(exc)
+    return None

@@ -15,13 +15,18 @@ __all__ = ["register"]
 def log_progress(label: str, every: float) -> Callable[[int, int], None]:
     """A ``show(done, total)`` writing one line to stderr every ``every`` seconds (and at the end),
     for runs without a terminal; the rate counts this run's documents only, so it is right after a
-    resume."""
+    resume, and is timed from the first decided document: the start-up before it (worker processes
+    loading their tables) is not decisions, and a rate over it promised hours."""
     start: dict[str, float] = {}
 
     def show(n: int, total: int) -> None:
         now = time.monotonic()
         if not start:
+            start.update(n=n)
+            return
+        if "t" not in start:  # the first decision: the clock starts here, the line has no rate yet
             start.update(t=now, n=n, last=now)
+            print(f"{label}: {n}/{total} documents", file=sys.stderr, flush=True)
             return
         if now - start["last"] < every and n < total:
             return
@@ -60,6 +65,11 @@ def cmd_reindex(args: argparse.Namespace) -> int:
             print(f"dedup: every decision made so far is kept in {job.work_dir}; run the same command again to "
                   "continue", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: what a SIGKILL leaves is resumable, and so is this
+        kept = (f"every decision made so far is kept in {job.work_dir}; run the same command again to continue"
+                if job.work_dir.exists() and not (args.check or args.dry_run) else "nothing was kept")
+        print(f"dedup: reindex interrupted; {kept}", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
         return 0
