@@ -157,3 +157,36 @@ def test_spread_of_sketches_is_the_spread_of_whole_sets_for_short_pages(seed):
     expected = h * (m - h + 1) / m
     want = 0.0 if not h else 1.0 if expected < 2 else min(1.0, max(0.0, (runs - 1) / (expected - 1)))
     assert got == pytest.approx(want)
+
+
+def test_an_elasticsearch_index_made_before_positions_gets_the_field(es_index_uri):
+    """An index whose mapping predates positions (``dynamic: strict``) is given the field when opened;
+    its documents without positions read as records without them, new ones keep theirs."""
+    from elasticsearch import Elasticsearch
+
+    from index import open_index
+    from index.elastic.records import MAPPING
+
+    base, name = es_index_uri.rsplit("/", 1)
+    old = {**MAPPING, "properties": {k: v for k, v in MAPPING["properties"].items() if k != "shingle_positions"},
+           "_meta": {"schema": 1, "k": 3, "blocks": 5}}
+    client = Elasticsearch(base)
+    try:
+        client.indices.create(index=f"{name}-dedup", mappings=old)
+    finally:
+        client.close()
+    fz = Featurizer()
+    page = parse_page(_html(_sentences(0, 40), "Story"), "http://a.example/story")
+    rec = fz(page).to_record(page)
+    other = parse_page(_html(_sentences(100, 40), "Other"), "http://b.example/other")
+    doc = fz(other).to_record(other).to_dict()
+    del doc["shingle_positions"]
+    before = Record.from_dict(doc)  # as a program before positions wrote it
+    ix = open_index(es_index_uri)
+    try:
+        new_id, old_id = ix.add(rec), ix.add(before)
+        got = {r.id: r for r in ix.get([new_id, old_id])}
+        assert np.array_equal(got[new_id].shingle_positions, rec.shingle_positions) and rec.shingle_positions.size
+        assert got[old_id].shingle_positions.size == 0 and np.array_equal(got[old_id].shingles, before.shingles)
+    finally:
+        ix.close()
