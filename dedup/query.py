@@ -26,15 +26,16 @@ QUERY_FORMAT = 2
 
 class Query:
     """What a check compares, in the form records hold it (24-bit keys, :mod:`dedup.record`), made
-    once per check: from a page's features (:meth:`of_page`: the shingle sketch cut to keys, the
-    whole TDW vector's term keys), or from a stored record (:meth:`of_record`: its arrays as they
+    once per check: from a page's features (:meth:`of_page`: the shingle sketch cut to keys with each
+    key's position, :func:`dedup.record.sketch_keys`; the whole TDW vector's term keys), or from a stored record (:meth:`of_record`: its arrays as they
     are, since compacting them again would shift keys already cut to 24 bits).
 
     From a record the query holds less than the page's features did: a sketch of ``SKETCH`` shingle
     keys (containment is estimated on the range both sketches cover: the same estimate as the
     page's when the candidate's sketch ends first), the heaviest ``TOP_TERMS`` terms (the TDW cosine
     misses the candidate's heavy terms that are light in the page) and a sample of the smallest
-    terms for the comparison reducer (never stricter than on the whole set)."""
+    terms for the comparison reducer (never stricter than on the whole set); a record stored before
+    positions has none (``positions`` empty: :func:`dedup.spread.spread` says None)."""
 
     __slots__ = ("has_text", "title", "list_share", "content_hash", "title_key", "simhash", "vector", "ref_id",
                  "sentences", "_chunks", "shingles", "positions", "shingle_count", "sample", "term_count", "terms", "weights",
