@@ -190,3 +190,18 @@ def test_an_elasticsearch_index_made_before_positions_gets_the_field(es_index_ur
         assert got[old_id].shingle_positions.size == 0 and np.array_equal(got[old_id].shingles, before.shingles)
     finally:
         ix.close()
+
+
+def test_truncated_and_lightly_edited_copies_stay_copies():
+    """A truncated copy's smaller page is the truncation, shared wholly: nothing to tell (1). A copy with
+    two sentences edited is a few runs where chance would make more (low), and containment decides it."""
+    d = Deduplicator(MemoryIndex(), DedupConfig())
+    story = _sentences(0, 30)
+    d.process_html(_html(story, "Story"), "http://a.example/story")
+    _, cut = d.process_html(_html(story[:18], "Story, cut"), "http://b.example/cut")
+    edited = list(story)
+    edited[5], edited[20] = _sentences(500, 1, "e")[0], _sentences(520, 1, "f")[0]
+    _, two = d.process_html(_html(edited, "Story, edited"), "http://c.example/edited")
+    assert cut.scores["spread"] == 1.0 and cut.status in ("duplicate", "near_duplicate")
+    assert two.scores["containment"] > 0.9 and two.scores["spread"] < 0.5
+    assert two.status in ("duplicate", "near_duplicate") and two.scores["decision"]["p"] > 0.9
