@@ -5,7 +5,7 @@
 
 **Records** have the featurizer's shapes and sizes, measured on goldset-dev (mean 331 TDW
 terms, 40 sentences, 335 distinct shingles, 150-d MRC signature), made compact as the
-featurizer's are (``dedup.record.compact_arrays``: a ~0.9 KB data blob): sorted random hashes,
+featurizer's are (``dedup.record.compact_arrays``: a ~1.0 KB data blob): sorted random hashes and positions,
 random weights, and signatures drawn around 1,000 random
 "topic" centres of one common profile, so that signatures of unrelated pages have cosines
 around 0.95 as real MRC signatures do (docs/choices.md: median 0.94).  Record ``i`` is the same in
@@ -75,10 +75,11 @@ def batch_records(start: int, seed: int, ref_id: str) -> Iterator[tuple]:
         shingles = np.sort(rng.bit_generator.random_raw(ns).astype(np.uint64))
         # TDW weights as the presets make them: multiples of 0.5, mostly small (body terms)
         weights = (np.floor(np.minimum(rng.pareto(1.5, nt), 300) * 2) / 2 + 1).astype(np.float32)
+        positions = rng.integers(0, 256, ns, dtype=np.uint8)  # where each shingle first occurs (one byte a key)
         # the compact record the featurizer's features make (Features.to_record), as stored
         blob = encode_blob(Record(url="", content_hash="", title_key="", simhash=0, ref_id=ref_id, sentences=nc,
                                   **compact_arrays(shingles=shingles, shingle_count=tot, terms=terms,
-                                                   weights=weights, signature=sigs[j])))
+                                                   weights=weights, signature=sigs[j], positions=positions)))
         yield (f"http://synth.invalid/{i}", f"{i:032x}", f"{i * 2654435761 % 2**64:016x}", int(simhashes[j]),
                "unique", None, 1.7e9 + i, ref_id, nc, f"Synthetic page {i}", blob)
 

@@ -43,6 +43,9 @@ FEATURES: dict[str, str] = {
     "title": "Jaccard of the two titles' words (0..1)",
     "short": "log10 of the smaller page's shingle count (a short page is weak evidence)",
     "ratio": "smaller / larger shingle count (0..1; a truncated copy is low)",
+    "spread": "how scattered the shared text is over the smaller page: runs of shared sketch keys in page order "
+              "against as many hits at random (0: one block, boilerplate or a template line; 1: as scattered as "
+              "chance, a rewrite; 0 when the record has no positions), dedup.spread",
     "listing": "the larger share of list items of the two pages, times (1 - containment): the unshared part "
                "of a listing (archive pages k and k+1 share half their teasers, and are not copies)",
 }
@@ -90,6 +93,7 @@ def features(scores: Mapping[str, Any]) -> dict[str, float]:
         "short": math.log10(1 + small),
         "ratio": small / large if large else 0.0,
         "listing": float(scores.get("listing") or 0.0) * (1.0 - float(scores.get("containment") or 0.0)),
+        "spread": float(scores.get("spread") or 0.0),
     }
 
 

@@ -41,6 +41,7 @@ from .extract import DEFAULT_EXTRACTOR, EXTRACTORS
 from .query import QUERY_FORMAT, Query
 from .record import Record
 from .reducer import ComparisonReducer
+from .spread import spread
 from .store import DedupIndex, KeyTaken
 
 __all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "QUERY_FORMAT", "ConfigError", "DedupConfig", "Verdict", "Deduplicator",
@@ -207,6 +208,10 @@ def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min
     if min(a_total, b_total) < min_size:
         return resemblance, resemblance
     return inter / min(sa.size, sb.size), resemblance
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 4)
 
 
 def chunk_share(a: np.ndarray, b: np.ndarray, k: int = 3) -> float:
@@ -419,6 +424,9 @@ class Deduplicator:
             "containment": round(float(cont), 4),
             "resemblance": round(float(resemblance), 4),
             "shingles": [q.shingle_count, rec_total],
+            # where the shared text lies over the smaller page (dedup.spread); None: a record without positions
+            "spread": _round(spread(q.shingles, q.positions, q.shingle_count, rec.shingles, rec.shingle_positions,
+                                    rec_total)),
             "tdw_cosine": round(float(tdw_cos), 4),
             "angle": round(float(angle), 2),
             "angle_ok": bool(angle_ok),

@@ -4,8 +4,9 @@ Which text feeds which signal (measured on goldset-dev, see README):
 
 * exact keys: the normalised main text (content hash) and title + anchor count;
 * TDW vector (tag-weighted, all fields) -> the page simhash and the comparison reducer;
-* main-text terms -> word 5-gram shingles (bottom-k sketch) for containment, and
-  one simhash per sentence (seed 003's chunks);
+* main-text terms -> word 5-gram shingles (bottom-k sketch, each with where it first occurs in
+  the page) for containment and where the shared text lies, and one simhash per sentence (seed
+  003's chunks);
 * main-text characters -> the multireference-cosine signature.
 
 Boilerplate-heavy fields (navigation anchors, URL) stay out of the shingles and
@@ -22,7 +23,7 @@ from .bits import run_starts
 from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
-from .record import Record, compact_arrays
+from .record import POSITION_LEVELS, Record, compact_arrays
 from .simhash import chunk_simhashes, hash_terms, shingle_hashes, simhash
 from .tdw import TermVector, resolve_weights, term_weights
 from .text import Normalizer, tokenize
@@ -54,17 +55,20 @@ class PageTerms:
 class Features:
     """A page's keys, fingerprints and signature. ``chunks`` (one simhash per sentence, seed 003)
     may be given as a function that makes them: they are made on first use (a record keeps none,
-    so a crawl's check never reads them) or when the features are pickled (to a worker's caller)."""
+    so a crawl's check never reads them) or when the features are pickled (to a worker's caller).
+    ``positions``: one a sketch hash (uint8): where it first occurs in the page's shingle sequence,
+    ``index * POSITION_LEVELS // len(sequence)`` (:data:`dedup.record.POSITION_LEVELS`)."""
 
     __slots__ = ("content_hash", "title_key", "tdw", "simhash", "_chunks", "shingles", "shingle_count",
-                 "signature", "sentences")
+                 "signature", "sentences", "positions")
 
     def __init__(self, content_hash: str, title_key: str, tdw: TermVector, simhash: int,
                  chunks: np.ndarray | Callable[[], np.ndarray], shingles: np.ndarray, shingle_count: int,
-                 signature: Signature, sentences: int) -> None:
+                 signature: Signature, sentences: int, positions: np.ndarray | None = None) -> None:
         self.content_hash, self.title_key, self.tdw, self.simhash = content_hash, title_key, tdw, simhash
         self._chunks = chunks
         self.shingles, self.shingle_count, self.signature, self.sentences = shingles, shingle_count, signature, sentences
+        self.positions = np.zeros(0, dtype=np.uint8) if positions is None else positions
 
     @property
     def chunks(self) -> np.ndarray:
@@ -95,7 +99,7 @@ class Features:
             url=page.url, title=page.title, content_hash=self.content_hash, title_key=self.title_key,
             simhash=self.simhash, ref_id=self.signature.ref_id, sentences=self.sentences,
             **compact_arrays(shingles=self.shingles, shingle_count=self.shingle_count, terms=self.tdw.hashes,
-                             weights=self.tdw.weights, signature=self.signature.vector),
+                             weights=self.tdw.weights, signature=self.signature.vector, positions=self.positions),
             extra=self._extra(page), **fields,
         )
 
@@ -136,9 +140,13 @@ class Featurizer:
     def fingerprint(self, page: Page, terms: PageTerms) -> Features:
         """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
         body_hashes = terms.body_hashes
-        shingles = np.sort(shingle_hashes(body_hashes, self.shingle))
+        sequence = shingle_hashes(body_hashes, self.shingle)
+        order = np.argsort(sequence, kind="stable")  # equal hashes in text order: a run starts at the first
+        shingles, first = sequence[order], order
         if shingles.size:
-            shingles = shingles[run_starts(shingles)]  # sorted, distinct: np.unique's answer
+            starts = run_starts(shingles)  # sorted, distinct: np.unique's answer
+            shingles, first = shingles[starts][: self.sketch], first[starts][: self.sketch]
+        positions = (first * POSITION_LEVELS // max(1, sequence.size)).astype(np.uint8)
         tdw = terms.tdw
 
         def chunks() -> np.ndarray:
@@ -152,8 +160,9 @@ class Featurizer:
             tdw=tdw,
             simhash=simhash(tdw.hashes, tdw.weights),
             chunks=chunks,
-            shingles=shingles[: self.sketch],  # the bottom-k sketch (simhash.bottom_k)
-            shingle_count=int(shingles.size),
+            shingles=shingles,  # the bottom-k sketch (simhash.bottom_k)
+            shingle_count=int(starts.size) if sequence.size else 0,
             signature=self.reference.signature(page.text),
             sentences=len(page.sentences),
+            positions=positions,
         )

@@ -15,35 +15,37 @@ import numpy as np
 
 from .features import Features
 from .page import Page
-from .record import Record, shingle_keys, tdw_cosine, term_keys
+from .record import Record, sketch_keys, tdw_cosine, term_keys
 
 __all__ = ["Query", "QUERY_FORMAT"]
 
-#: the version of :meth:`Query.to_dict`'s form (another version is not read: the page is decided from itself)
-QUERY_FORMAT = 1
+#: the version of :meth:`Query.to_dict`'s form (another version is not read: the page is decided from itself).
+#: 2: the shingle keys' positions (``positions``) are handed over too
+QUERY_FORMAT = 2
 
 
 class Query:
     """What a check compares, in the form records hold it (24-bit keys, :mod:`dedup.record`), made
-    once per check: from a page's features (:meth:`of_page`: the shingle sketch cut to keys, the
-    whole TDW vector's term keys), or from a stored record (:meth:`of_record`: its arrays as they
+    once per check: from a page's features (:meth:`of_page`: the shingle sketch cut to keys with each
+    key's position, :func:`dedup.record.sketch_keys`; the whole TDW vector's term keys), or from a stored record (:meth:`of_record`: its arrays as they
     are, since compacting them again would shift keys already cut to 24 bits).
 
     From a record the query holds less than the page's features did: a sketch of ``SKETCH`` shingle
     keys (containment is estimated on the range both sketches cover: the same estimate as the
     page's when the candidate's sketch ends first), the heaviest ``TOP_TERMS`` terms (the TDW cosine
     misses the candidate's heavy terms that are light in the page) and a sample of the smallest
-    terms for the comparison reducer (never stricter than on the whole set)."""
+    terms for the comparison reducer (never stricter than on the whole set); a record stored before
+    positions has none (``positions`` empty: :func:`dedup.spread.spread` says None)."""
 
     __slots__ = ("has_text", "title", "list_share", "content_hash", "title_key", "simhash", "vector", "ref_id",
-                 "sentences", "_chunks", "shingles", "shingle_count", "sample", "term_count", "terms", "weights",
+                 "sentences", "_chunks", "shingles", "positions", "shingle_count", "sample", "term_count", "terms", "weights",
                  "norm")
 
     @classmethod
     def of_page(cls, page: Page, f: Features) -> "Query":
         q = cls._common(bool(page.text.strip()), page.title, page.list_share, f.content_hash, f.title_key, f.simhash,
                         f.signature.vector, f.signature.ref_id, f.sentences, lambda: f.chunks)
-        q.shingles, q.shingle_count = shingle_keys(f.shingles), f.shingle_count
+        (q.shingles, q.positions), q.shingle_count = sketch_keys(f.shingles, f.positions), f.shingle_count
         q.terms = q.sample = term_keys(f.tdw.hashes)  # the whole set: the reducer's exact filters
         q.term_count = None
         q.weights, q.norm = f.tdw.weights, f.tdw.norm
@@ -54,14 +56,14 @@ class Query:
         # a page with text has a content hash (dedup.keys.content_hash is '' for an empty text only)
         q = cls._common(bool(rec.content_hash), rec.title, float(rec.extra.get("list_share", 0.0)), rec.content_hash,
                         rec.title_key, rec.simhash, rec.signature, rec.ref_id, rec.sentences, rec.chunks)
-        q.shingles, q.shingle_count = rec.shingles, rec.shingle_count
+        q.shingles, q.positions, q.shingle_count = rec.shingles, rec.shingle_positions, rec.shingle_count
         # a record that kept every term (TOP_TERMS or fewer) holds the whole set: the reducer's exact filters
         q.sample, q.term_count = (rec.terms, None) if rec.terms.size >= rec.term_count else (rec.term_sample, rec.term_count)
         q.terms, q.weights, q.norm = rec.terms, rec.weights.astype(np.float32), rec.tdw_norm
         return q
 
     #: the arrays of :meth:`to_dict`, in the order they are packed, and their (little-endian) types
-    _ARRAYS = (("shingles", "<u4"), ("terms", "<u4"), ("weights", "<f4"), ("vector", "<f4"))
+    _ARRAYS = (("shingles", "<u4"), ("terms", "<u4"), ("weights", "<f4"), ("vector", "<f4"), ("positions", "<u1"))
     _DELTAS = ("shingles", "terms")  # sorted keys: packed as differences (modulo 2**32), which zlib shrinks
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,7 +108,7 @@ class Query:
         q = cls._common(bool(data["has_text"]), data["title"], float(data["list_share"]), data["content_hash"],
                         data["title_key"], int(data["simhash"], 16), native["vector"], data["ref_id"],
                         int(data["sentences"]), np.zeros(0, dtype=np.uint64))
-        q.shingles, q.shingle_count = native["shingles"], int(data["shingle_count"])
+        q.shingles, q.positions, q.shingle_count = native["shingles"], native["positions"], int(data["shingle_count"])
         q.terms = q.sample = native["terms"]
         q.term_count = None
         q.weights, q.norm = native["weights"], float(data["norm"])

@@ -7,7 +7,9 @@ arrays, where the full features took ~6.4 KB):
 * ``shingles``: a bottom-k sketch (:data:`SKETCH` = 128) of the main text's word 5-gram
   hashes, each cut to its top :data:`KEY_BITS` (24) bits (held as sorted uint32), and
   ``shingle_count`` the number of distinct shingles: containment and resemblance are estimated
-  from it (``containment``);
+  from it (``containment``); ``shingle_positions`` (uint8, one a key) where each key's shingle
+  first occurs in the page's shingle sequence, on :data:`POSITION_LEVELS` (256) levels: where the
+  shared text lies (:mod:`dedup.spread`). Empty for a record stored before positions;
 * ``terms``/``weights``: the :data:`TOP_TERMS` (48) heaviest terms of the TDW vector (term hashes
   cut to 24 bits, weights as float16, exact for the presets' multiples of 0.5 below 1024) and
   ``tdw_norm`` the whole vector's norm: the TDW cosine is estimated from them
@@ -36,7 +38,7 @@ import numpy as np
 from .bits import run_starts, sorted_common
 
 __all__ = ["Record", "encode_array", "decode_array", "epoch_seconds", "compact_arrays", "term_keys",
-           "shingle_keys", "tdw_cosine", "quantise_signature", "signature_grid", "SKETCH", "TOP_TERMS",
+           "shingle_keys", "sketch_keys", "POSITION_LEVELS", "tdw_cosine", "quantise_signature", "signature_grid", "SKETCH", "TOP_TERMS",
            "TERM_SAMPLE", "KEY_BITS"]
 
 SKETCH = 128  # shingle hashes a record keeps
@@ -45,6 +47,8 @@ TERM_SAMPLE = 32  # smallest term hashes a record keeps for the comparison reduc
 #: bits kept of each 64-bit term and shingle hash: the top ones, so the order is kept.  Two of
 #: the ~130 hashes a record compares within a sketch's range share 24 bits about once in 10^3 pairs
 KEY_BITS = 24
+#: levels of a shingle's position in its page (one byte a sketch key): first occurrence * 256 // shingles
+POSITION_LEVELS = 256
 _EMPTY64 = np.zeros(0, dtype=np.uint64)
 _F16_MAX = np.float32(np.finfo(np.float16).max)
 
@@ -89,6 +93,24 @@ def shingle_keys(hashes: np.ndarray, k: int | None = None) -> np.ndarray:
     return np.unique(keys)
 
 
+def sketch_keys(hashes: np.ndarray, positions: np.ndarray | None, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shingle_keys` of ``hashes`` with each key's position: the first (lowest) of the positions of
+    the hashes cut to it. ``positions`` (uint8, one a hash) empty or None: none (an empty array)."""
+    hashes = np.asarray(hashes if k is None else np.asarray(hashes)[:k])
+    if positions is None or not np.asarray(positions).size:
+        return shingle_keys(hashes), np.zeros(0, dtype=np.uint8)
+    positions = np.asarray(positions, dtype=np.uint8)[:hashes.size]
+    if positions.size != hashes.size:
+        raise ValueError(f"one position a shingle hash (got {positions.size} for {hashes.size})")
+    keys = term_keys(hashes)
+    if not keys.size:
+        return keys, np.zeros(0, dtype=np.uint8)
+    order = np.argsort(keys, kind="stable")
+    keys, positions = keys[order], positions[order]
+    starts = run_starts(keys)
+    return keys[starts], np.minimum.reduceat(positions, starts).astype(np.uint8)
+
+
 def signature_grid(signature: np.ndarray) -> tuple[float, float]:
     """``(low, step)`` of the grid :func:`quantise_signature` puts ``signature`` on: ``step`` the
     least power of two spanning its range in 255 steps, ``low`` its minimum rounded down to a step
@@ -114,17 +136,20 @@ def quantise_signature(signature: np.ndarray) -> np.ndarray:
 
 
 def compact_arrays(*, shingles: np.ndarray, shingle_count: int, terms: np.ndarray, weights: np.ndarray,
-                   signature: np.ndarray) -> dict[str, Any]:
+                   signature: np.ndarray, positions: np.ndarray | None = None) -> dict[str, Any]:
     """The record's arrays and counts from full features: ``shingles`` sorted distinct 64-bit
-    shingle hashes (a bottom-k sketch of ``shingle_count``), ``terms``/``weights`` the whole TDW
-    vector (sorted 64-bit hashes), ``signature`` the MRC vector."""
+    shingle hashes (a bottom-k sketch of ``shingle_count``) and their ``positions`` (uint8; None: a
+    record without), ``terms``/``weights`` the whole TDW vector (sorted 64-bit hashes), ``signature``
+    the MRC vector."""
     terms = np.asarray(terms, dtype=np.uint64)
     w = np.asarray(weights, dtype=np.float32)
     norm = float(np.float32(np.sqrt(np.dot(w.astype(np.float64), w)))) if w.size else 0.0  # as stored
     top = np.lexsort((terms, -w))[:TOP_TERMS] if terms.size > TOP_TERMS else np.arange(terms.size)
     top.sort()  # back in hash order
+    keys, key_positions = sketch_keys(shingles, positions, SKETCH)
     return {
-        "shingles": shingle_keys(shingles, SKETCH),
+        "shingles": keys,
+        "shingle_positions": key_positions,
         "shingle_count": int(shingle_count),
         "terms": term_keys(terms[top]),
         "weights": np.minimum(w[top], _F16_MAX).astype(np.float16),  # a term 65,504 times over: capped
@@ -183,6 +208,8 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict)
     #: seed 003's sentence simhashes: not stored (see the module docstring), empty
     chunks: np.ndarray = field(default_factory=lambda: _EMPTY64)
+    #: one a shingle key (uint8, :data:`POSITION_LEVELS`); empty for a record stored before them
+    shingle_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
 
     _ARRAYS = {
         "terms": np.uint32,
@@ -190,7 +217,10 @@ class Record:
         "shingles": np.uint32,
         "term_sample": np.uint32,
         "signature": np.float32,
+        "shingle_positions": np.uint8,
     }
+    #: arrays a record stored before them lacks (read as empty)
+    _OPTIONAL = ("shingle_positions",)
     #: the arrays of a record stored before compact records (dedup-1 full features)
     _FULL_ARRAYS = {"chunks": np.uint64, "terms": np.uint64, "weights": np.float32, "shingles": np.uint64,
                     "signature": np.float32}
@@ -224,7 +254,8 @@ class Record:
         records (no ``term_count``), converted as :func:`compact_arrays` converts features."""
         extra = dict(data.get("extra") or {})
         if "term_count" in data:
-            arrays = {name: decode_array(data[name], np.dtype(dt).newbyteorder("<")) for name, dt in cls._ARRAYS.items()}
+            arrays = {name: decode_array(data[name], np.dtype(dt).newbyteorder("<")) for name, dt in cls._ARRAYS.items()
+                      if name in data or name not in cls._OPTIONAL}
             arrays.update(shingle_count=int(data["shingle_count"]), term_count=int(data["term_count"]),
                           tdw_norm=float(np.float32(data["tdw_norm"])))  # stored as float32
         else:

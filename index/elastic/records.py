@@ -77,8 +77,9 @@ MAPPING: dict[str, Any] = {
         "chunks": {"type": "binary"},  # written before compact records; read, never written
     },
 }
-#: fields compact records added to the mapping: put on an index made before them when it is opened
-_COMPACT_FIELDS = ("shingle_count", "term_count", "tdw_norm", "term_sample")
+#: fields compact records (and then the shingle keys' positions) added to the mapping: put on an index made
+#: before them when it is opened. A document stored before positions is read without them (dedup.spread: None)
+_COMPACT_FIELDS = ("shingle_count", "term_count", "tdw_norm", "term_sample", "shingle_positions")
 
 
 def claim_id(content_hash: str) -> int:
@@ -190,7 +191,7 @@ class ElasticIndex:
         return meta
 
     def _add_compact_fields(self) -> None:
-        """An index made before compact records lacks their fields: add them (a mapping may grow)."""
+        """An index made before compact records or positions lacks their fields: add them (a mapping may grow)."""
         got = self.es.call("read the mapping", self.es.client.indices.get_mapping, index=self.name)
         have = next(iter(got.values()))["mappings"].get("properties", {})
         missing = {f: MAPPING["properties"][f] for f in _COMPACT_FIELDS if f not in have}

@@ -52,7 +52,7 @@ class RecordCache:
         """Keep ``rec`` (its arrays made read-only) and return a copy of it for the caller."""
         if not self.size:
             return rec
-        for name in ("terms", "weights", "shingles", "signature", "term_sample", "chunks"):
+        for name in ("terms", "weights", "shingles", "signature", "term_sample", "chunks", "shingle_positions"):
             getattr(rec, name).flags.writeable = False
         records = self._records
         records[rec.id] = rec

@@ -1,7 +1,11 @@
 """A record as a row of ``dedup.sqlite``: its ``data`` blob (the compact arrays of
 :mod:`dedup.record`) and the conversion of a row back to a :class:`~dedup.record.Record`.
 
-Blob ``DR2`` (this version), little-endian: a 36-byte header -- magic ``b"DR2\\0"``, uint16
+Blob ``DR3`` (this version): ``DR2``'s layout with the shingle keys' positions (one byte a key,
+:data:`dedup.record.POSITION_LEVELS`) between the signature's codes and ``extra``; a record without
+positions (one stored before them, copied) is written as ``DR2``.
+
+Blob ``DR2``, little-endian: a 36-byte header -- magic ``b"DR2\\0"``, uint16
 lengths (in elements) of shingles, terms, term sample and signature, uint32 ``shingle_count``,
 ``term_count``, float32 ``tdw_norm``, the signature's grid (float32 low and step), uint32 byte
 length of the ``extra`` JSON -- then the shingle sketch, term keys and term sample at 3 bytes a
@@ -11,7 +15,8 @@ No compression: hashes do not compress.
 
 Blob ``DR1`` (records stored before compact records: every feature at full width, ~7 KB) is
 still read: its arrays are converted as :func:`dedup.record.compact_arrays` converts features,
-so old and new records compare alike; new records are always written as ``DR2``.
+so old and new records compare alike; new records are always written as ``DR3`` (or ``DR2``).
+``DR2`` and ``DR1`` records have no positions (``shingle_positions`` empty: :mod:`dedup.spread` says None).
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ DB_NAME = "dedup.sqlite"
 COLUMNS = "id, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref_id, sentences, title, data"
 
 _MAGIC = b"DR2\0"
+_MAGIC3 = b"DR3\0"  # DR2 + positions
 _HEADER = struct.Struct("<4s4H2I3fI")
 _U32, _F16 = np.dtype("<u4"), np.dtype("<f2")
 _KEY_BYTES = 3
@@ -69,6 +75,9 @@ def encode_blob(record: Record) -> bytes:
     shingles, terms = _array(record.shingles, _U32), _array(record.terms, _U32)
     sample, weights = _array(record.term_sample, _U32), _array(record.weights, _F16)
     sig = _array(record.signature, np.float32)
+    positions = _array(record.shingle_positions, np.uint8)
+    if positions.size not in (0, shingles.size):
+        raise ValueError(f"a record needs one position per shingle key or none (got {positions.size} for {shingles.size})")
     low, step = signature_grid(sig)  # the grid it is on (dedup.record.quantise_signature)
     codes = np.clip(np.rint((sig.astype(np.float64) - low) / step), 0, 255).astype(np.uint8)
     if weights.size != terms.size:
@@ -76,18 +85,18 @@ def encode_blob(record: Record) -> bytes:
     if max(shingles.size, terms.size, sample.size, sig.size) > 0xFFFF:
         raise ValueError("a record's arrays hold at most 65,535 values: make it with dedup.record.compact_arrays")
     extra = json.dumps(record.extra, separators=(",", ":")).encode("utf-8") if record.extra else b""
-    header = _HEADER.pack(_MAGIC, shingles.size, terms.size, sample.size, sig.size, int(record.shingle_count),
+    header = _HEADER.pack(_MAGIC3 if positions.size else _MAGIC, shingles.size, terms.size, sample.size, sig.size, int(record.shingle_count),
                           int(record.term_count), float(record.tdw_norm), low, step, len(extra))
     return b"".join((header, _pack_keys(shingles), _pack_keys(terms), _pack_keys(sample), weights.tobytes(),
-                     codes.tobytes(), extra))
+                     codes.tobytes(), positions.tobytes(), extra))
 
 
 def decode_blob(blob: bytes) -> dict[str, Any]:
-    """The record fields held in a ``data`` column value (``DR2``, or ``DR1`` converted)."""
+    """The record fields held in a ``data`` column value (``DR3``, ``DR2``, or ``DR1`` converted)."""
     magic = bytes(blob[:4])
     if magic == _MAGIC1:
         return _decode_dr1(blob)
-    if magic != _MAGIC:
+    if magic not in (_MAGIC, _MAGIC3):
         raise ValueError(f"unknown record data format {magic!r}")
     _, n_sh, n_terms, n_sample, n_sig, shingle_count, term_count, norm, low, step, n_extra = \
         _HEADER.unpack_from(blob)
@@ -99,6 +108,9 @@ def decode_blob(blob: bytes) -> dict[str, Any]:
     offset += 2 * n_terms
     out["signature"] = _signature(blob, n_sig, offset, low, step)
     offset += n_sig
+    n_pos = n_sh if magic == _MAGIC3 else 0
+    out["shingle_positions"] = np.frombuffer(blob, dtype=np.uint8, count=n_pos, offset=offset).copy()
+    offset += n_pos
     out["extra"] = json.loads(bytes(blob[offset:offset + n_extra])) if n_extra else {}
     return out
 

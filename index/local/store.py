@@ -41,8 +41,9 @@ __all__ = ["LocalIndex", "SCHEMA_VERSION", "DEFAULT_K", "DEFAULT_BLOCKS"]
 
 log = logging.getLogger("index.local")
 
-#: 2: records are compact (blob DR2); version-1 indexes open and their DR1 records are read too
-SCHEMA_VERSION = 2
+#: 2: records are compact (blob DR2); version-1 indexes open and their DR1 records are read too.
+#: 3: records carry their shingle keys' positions (blob DR3); DR2 and DR1 records are read (no positions)
+SCHEMA_VERSION = 3
 _SQL_VARS = 500  # ids per "IN (...)" statement
 PAGE_SIZE = 8192  # SQLite page size of a new index file
 DEFAULT_K, DEFAULT_BLOCKS = 3, 5  # a new index's simhash tables: C(5, 3) = 10 tables
