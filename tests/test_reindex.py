@@ -357,7 +357,7 @@ def test_reindex_clear_errors(corpus, tmp_path, es_url, capsys):
     assert "unknown keep rule" in capsys.readouterr().err
     for option, value, said in [
             ("--html-field", "html_body", f"--html-field field `html_body` not in the mapping of `{name}`; text fields "
-                                          "are: html, site, title, url"),
+                                          "are: html, title (keyword fields: site, url)"),
             ("--url-field", "link", f"--url-field field `link` not in the mapping of `{name}`"),
             ("--url-field", "html", f"--url-field field `html` of `{name}` is text, not sortable"),
             ("--time-field", "fetched", f"--time-field field `fetched` not in the mapping of `{name}`; sortable "

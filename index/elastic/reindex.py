@@ -72,7 +72,8 @@ log = logging.getLogger(__name__)
 KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
 #: the key of the destination mapping's ``_meta`` naming the run that fills it
 MARKER = "dedup_reindex"
-_TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")
+_TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text, HTML or title field may be
+_ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
 _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
 
@@ -512,15 +513,23 @@ class Reindex:
         fields = mapping_fields(next(iter(got.values()))["mappings"])
         texts = sorted(f for f, t in fields.items() if t in _TEXT_TYPES)
 
+        def kinds(types: tuple[str, ...], what: str) -> str:
+            """The fields of ``types``; for text, the analysed ones named apart from the keywords (also accepted)."""
+            if types != _TEXT_TYPES:
+                return f"{what} fields are: {', '.join(sorted(f for f, t in fields.items() if t in types)) or '(none)'}"
+            analysed = sorted(f for f, t in fields.items() if t in _ANALYSED_TYPES)
+            keywords = sorted(f for f, t in fields.items() if t in _TEXT_TYPES and t not in _ANALYSED_TYPES)
+            return (f"text fields are: {', '.join(analysed) or '(none)'}"
+                    + (f" (keyword fields: {', '.join(keywords)})" if keywords else ""))
+
         def need(option: str, name_: str | None, types: tuple[str, ...], what: str) -> None:
             if not name_:
                 return
             if name_ not in fields:
-                raise ValueError(f"{option} field `{name_}` not in the mapping of `{name}`; {what} fields are: "
-                                 f"{', '.join(sorted(f for f, t in fields.items() if t in types)) or '(none)'}")
+                raise ValueError(f"{option} field `{name_}` not in the mapping of `{name}`; {kinds(types, what)}")
             if fields[name_] not in types:
-                raise ValueError(f"{option} field `{name_}` of `{name}` is {fields[name_]}, not {what}; {what} "
-                                 f"fields are: {', '.join(sorted(f for f, t in fields.items() if t in types))}")
+                raise ValueError(f"{option} field `{name_}` of `{name}` is {fields[name_]}, not {what}; "
+                                 f"{kinds(types, what)}")
 
         if self.html_field:
             need("--html-field", self.html_field, _TEXT_TYPES, "text")

@@ -17,7 +17,10 @@ raises :class:`BulkIndexError` naming each URL, its HTTP status and reason.
 Queries: user text is never Elasticsearch syntax.  Words (``\\w+``) become ``multi_match``
 clauses over ``title^4`` and ``text``, a trailing ``*`` a (stemmed) prefix query, all words required;
 when that finds nothing, any word may match.  ``snippet`` is the best highlighted fragment of
-the text with ``[``/``]`` around hits, as the local index gives.
+the text with ``[``/``]`` around hits, as the local index gives.  On a reindexed corpus whose text
+is its HTML field, the field is matched through ``html_strip`` but its highlight would be markup:
+the snippet is cut from the page's extracted main text instead (:func:`text_snippet`), with the
+words Elasticsearch matched and the query's words marked.
 
 A destination written by ``dedup reindex`` keeps the source's documents under their own ``_id``
 and field names; its mapping's ``_meta.dedup_reindex`` names the URL, text, HTML and title fields.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+import unicodedata
 from typing import Any, Iterator
 
 import xxhash
@@ -134,6 +138,49 @@ def scan(es: Retrying, index: str, *, query: dict[str, Any] | None = None, sort:
                           query=query or {"match_all": {}}, source=source):
         for hit in hits:
             yield hit, hit["sort"]
+
+
+def _fold(word: str) -> str:
+    """A word as the search analyzers compare it: case and accents folded."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).casefold()
+
+
+def text_snippet(text: str, words: set[str], prefixes: set[str], chars: int = 120,
+                 highlight: tuple[str, str] = ("[", "]")) -> str:
+    """About ``chars`` characters of ``text`` around the densest run of its words in ``words`` (or
+    starting with one of ``prefixes``; both compared folded), those words marked with ``highlight``
+    and ``…`` where the text is cut; the text's start when no word is in it."""
+    words = {_fold(w) for w in words}
+    prefixes = {_fold(p) for p in prefixes if p}
+    tokens = [m.span() for m in re.finditer(r"\w+", text)]
+    hits = [i for i, (s, e) in enumerate(tokens)
+            if _fold(text[s:e]) in words or any(_fold(text[s:e]).startswith(p) for p in prefixes)]
+    lead = chars // 4
+    if hits:  # the window holding the most distinct matched words, then the most matches, earliest first
+        def score(i: int) -> tuple[int, int]:
+            lo, hi = tokens[i][0] - lead, tokens[i][0] - lead + chars
+            inside = [j for j in hits if tokens[j][0] >= lo and tokens[j][1] <= hi]
+            return len({_fold(text[slice(*tokens[j])]) for j in inside}), len(inside)
+
+        first = max(hits, key=lambda i: (score(i), -i))
+        start = max(0, tokens[first][0] - lead)
+    else:
+        start = 0
+    end = min(len(text), start + chars)
+    if start > 0:  # whole words only
+        start = next((s for s, _ in tokens if s >= start), start)
+    if end < len(text):
+        end = max((e for _, e in tokens if e <= end), default=end)
+    pre, post = highlight
+    out, at = [], start
+    for i in hits:
+        s, e = tokens[i]
+        if s >= start and e <= end:
+            out += [text[at:s], pre, text[s:e], post]
+            at = e
+    out.append(text[at:end])
+    body = " ".join("".join(out).split())
+    return ("… " if start > 0 else "") + body + (" …" if end < len(text) else "")
 
 
 class ElasticSearch:
@@ -295,9 +342,9 @@ class ElasticSearch:
         title, text = self._search_fields()
         clauses = [{"multi_match": {"query": w, "fields": [f"{title}^4", text],
                                     **({"type": "phrase_prefix"} if star else {})}} for w, star in words]
-        hits = self._run({"bool": {"must": clauses}}, limit)
+        hits = self._run({"bool": {"must": clauses}}, limit, words)
         if not hits and len(clauses) > 1:
-            hits = self._run({"bool": {"should": clauses, "minimum_should_match": 1}}, limit)
+            hits = self._run({"bool": {"should": clauses, "minimum_should_match": 1}}, limit, words)
         return hits
 
     def _search_fields(self) -> tuple[str, str]:
@@ -305,7 +352,7 @@ class ElasticSearch:
         f = self.fields or {}
         return f.get("title") or "title", f.get("text") or f.get("html") or "text"
 
-    def _run(self, query: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    def _run(self, query: dict[str, Any], limit: int, words: list[tuple[str, str]]) -> list[dict[str, Any]]:
         pre, post = self.highlight
         text = self._search_fields()[1]
         got = self.es.call("search", self.es.client.search, index=self.name, query=query, size=int(limit),
@@ -313,11 +360,19 @@ class ElasticSearch:
                                                         "number_of_fragments": 1}},
                                       "pre_tags": [pre], "post_tags": [post]})
         out = []
+        from_html = bool(self.fields) and text == (self.fields or {}).get("html")
+        marked = re.compile(re.escape(pre) + r"(.*?)" + re.escape(post), re.S)
         for h in got["hits"]["hits"]:
             doc = self._view(dict(h["_source"]))
             dedup = doc.get("dedup") or {}
-            fragments = (h.get("highlight") or {}).get(text) or [(doc.get("text") or "")[: self.snippet_chars]]
-            doc.update(snippet=fragments[0], status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"),
+            fragments = (h.get("highlight") or {}).get(text) or []
+            if from_html:  # the highlight is a piece of markup: show the extracted text (module docstring)
+                found = {w for f in fragments for m in marked.findall(f) for w in re.findall(r"\w+", m)}
+                snippet = text_snippet(doc.get("text") or "", found | {w for w, star in words if not star},
+                                       {w for w, star in words if star}, self.snippet_chars, self.highlight)
+            else:
+                snippet = fragments[0] if fragments else (doc.get("text") or "")[: self.snippet_chars]
+            doc.update(snippet=snippet, status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"),
                        score=float(h["_score"] or 0.0))
             out.append(doc)
         return out
