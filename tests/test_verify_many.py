@@ -1,0 +1,55 @@
+"""A check verifies all its candidates at once (issue 14 item 3): the batched reducer filters and
+containments give, pair by pair, exactly what the one-pair functions they replace in the check give
+(those stay, and are the reference here), on random sets of every kind the check meets."""
+import numpy as np
+import pytest
+
+from dedup.deduplicator import containment, containment_many
+from dedup.reducer import ComparisonReducer
+
+
+def _sets(rng, universe: int, count: int):
+    u = np.unique(rng.integers(0, 2**24, universe, dtype=np.uint64)).astype(np.uint32)
+    out = []
+    for _ in range(count):
+        size = int(rng.choice([0, 1, 2, 5, 9, 10, 11, 30, 128, 300]))
+        out.append(np.unique(rng.choice(u, min(size, u.size), replace=False)))
+    return u, out
+
+
+@pytest.mark.parametrize("jaccard", [0.1, 0.3, 0.6, 1.0])
+def test_reducer_many_equals_pair_by_pair(jaccard):
+    rng = np.random.default_rng(11)
+    red = ComparisonReducer(jaccard=jaccard)
+    for _ in range(300):
+        u, sets = _sets(rng, int(rng.choice([50, 400, 3000])), int(rng.integers(1, 16)))
+        r = sets.pop() if len(sets) > 1 else np.unique(rng.choice(u, 40, replace=False))
+        samples, sizes = [], []
+        for s in sets:
+            if s.size and rng.random() < 0.6:  # a record's sample: its smallest terms, of a larger set
+                k = int(rng.integers(1, max(2, s.size + 1)))
+                samples.append(s[:k])
+                sizes.append(int(s.size) + int(rng.integers(0, 3)) * int(rng.integers(0, 50)))
+            else:  # a record that kept every term
+                samples.append(s)
+                sizes.append(int(s.size) - int(rng.integers(0, 2)) * min(int(s.size), 3))
+        one = [red.prefix_positional_ok_sampled(r, s, n) for s, n in zip(samples, sizes)]
+        assert red.prefix_positional_ok_sampled_many(r, samples, sizes) == one
+    assert red.prefix_positional_ok_sampled_many(np.zeros(0, np.uint32), [np.arange(3, dtype=np.uint32)], [3]) == [False]
+    assert red.prefix_positional_ok_sampled_many(np.arange(3, dtype=np.uint32), [], []) == []
+
+
+@pytest.mark.parametrize("min_size", [1, 10, 50])
+def test_containment_many_equals_pair_by_pair(min_size):
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        _, sets = _sets(rng, int(rng.choice([60, 600, 5000])), int(rng.integers(2, 16)))
+        a, bs = sets[0], sets[1:]
+        # a sketch is a set's smallest keys (total > size: cut) or the whole set (total == size)
+        a_total = int(a.size) + int(rng.choice([0, 0, 1, 200]))
+        totals = [int(b.size) + int(rng.choice([0, 0, 1, 200])) for b in bs]
+        want = [containment(a, a_total, b, n, min_size=min_size) for b, n in zip(bs, totals)]
+        assert containment_many(a, a_total, bs, totals, min_size=min_size) == want
+    b = np.arange(5, 50, dtype=np.uint32)
+    assert containment_many(np.zeros(0, np.uint32), 0, [b], [45]) == [(0.0, 0.0)]
+    assert containment_many(b, 45, [], []) == []
