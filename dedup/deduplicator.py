@@ -219,28 +219,31 @@ def containment_many(a: np.ndarray, a_total: int, bs: list[np.ndarray], b_totals
     keys below the other sketch's cut."""
     n = len(bs)
     out = [(0.0, 0.0)] * n
-    live = [j for j in range(n) if bs[j].size]
+    sizes = [b.size for b in bs]
+    live = [j for j, size in enumerate(sizes) if size]
     if a.size == 0 or not live:
         return out
-    a_cut = a_total > a.size  # a's sample ends at its last key; else a is whole (no cut)
-    joined = np.concatenate([bs[j] for j in live]) if len(live) > 1 else bs[live[0]]
-    sizes = [bs[j].size for j in live]
+    if len(live) < n:
+        bs, sizes, b_totals = [bs[j] for j in live], [sizes[j] for j in live], [b_totals[j] for j in live]
+    joined = np.concatenate(bs)
     starts = np.cumsum(sizes) - sizes
-    pos = np.minimum(a.searchsorted(joined), a.size - 1)
+    pos = a.searchsorted(joined)
+    pos[pos == a.size] = a.size - 1
     shared = np.add.reduceat(a[pos] == joined, starts, dtype=np.intp).tolist()
-    # b's sample within a's cut: its keys up to a's last key
-    b_kept = np.add.reduceat(joined <= a[-1], starts, dtype=np.intp).tolist() if a_cut else sizes
-    # a's sample within b's cut: a's keys up to b's last key, when b's sketch is cut
-    b_cuts = [bs[j][-1] for j in live]
-    a_kept = a.searchsorted(np.array(b_cuts, dtype=joined.dtype), "right").tolist()
+    # b's sample within a's cut (a's sample ends at its last key when a_total > a.size): its keys up to a's last
+    b_kept = np.add.reduceat(joined <= a[-1], starts, dtype=np.intp).tolist() if a_total > a.size else sizes
+    # a's sample within b's cut, when b's sketch is cut: a's keys up to b's last key
+    b_cut = [t > size for t, size in zip(b_totals, sizes)]
+    ends = (starts + sizes - 1)[np.array(b_cut)] if any(b_cut) else starts[:0]
+    a_kept = iter(a.searchsorted(joined[ends], "right").tolist())
     for i, j in enumerate(live):
-        na = a_kept[i] if b_totals[j] > bs[j].size else a.size
+        na = next(a_kept) if b_cut[i] else a.size
         nb = b_kept[i]
         if na == 0 or nb == 0:
             continue
         inter = shared[i]
         resemblance = inter / (na + nb - inter)
-        if min(a_total, b_totals[j]) < min_size:
+        if min(a_total, b_totals[i]) < min_size:
             out[j] = (resemblance, resemblance)
         else:
             out[j] = (inter / min(na, nb), resemblance)
@@ -397,10 +400,12 @@ class Deduplicator:
         pruned = len(records) - len(kept)
         found = containment_many(q.shingles, q.shingle_count, [rec.shingles for rec in kept],
                                  [rec.shingle_count for rec in kept], min_size=self.config.min_shingles)
+        # the best is the highest (containment, TDW cosine), the first of equals: among the candidates of the
+        # highest containment, so the cosine is only needed for those (~1.5 a page, not every one that ties
+        # or beats the best so far in arrival order)
+        top = max((cont for cont, _ in found), default=None)
         for rec, (cont, resemblance) in zip(kept, found):
-            # the best is the highest (containment, TDW cosine); the cosine is only needed
-            # when this candidate can beat or tie the best so far
-            if best_key is None or cont >= best_key[0]:
+            if cont == top:
                 key = (cont, q.cosine(rec))
                 if best_key is None or key > best_key:
                     best, best_key, best_resemblance = rec, key, resemblance
