@@ -53,3 +53,35 @@ def test_containment_many_equals_pair_by_pair(min_size):
     b = np.arange(5, 50, dtype=np.uint32)
     assert containment_many(np.zeros(0, np.uint32), 0, [b], [45]) == [(0.0, 0.0)]
     assert containment_many(b, 45, [], []) == []
+
+
+def former_sketch_keys(hashes, positions):
+    """``dedup.record.sketch_keys`` as it was (with positions): always a stable sort of the keys."""
+    from dedup.bits import run_starts
+    from dedup.record import term_keys
+
+    keys = term_keys(hashes)
+    if not keys.size:
+        return keys, np.zeros(0, dtype=np.uint8)
+    positions = np.asarray(positions, dtype=np.uint8)[:hashes.size]
+    order = np.argsort(keys, kind="stable")
+    keys, positions = keys[order], positions[order]
+    starts = run_starts(keys)
+    return keys[starts], np.minimum.reduceat(positions, starts).astype(np.uint8)
+
+
+def test_sketch_keys_skip_the_sort_of_sorted_hashes_with_the_same_answer():
+    from dedup.record import sketch_keys
+
+    rng = np.random.default_rng(8)
+    for n in (0, 1, 2, 5, 128, 256):
+        for shape in ("sorted", "shuffled", "repeats"):
+            hashes = np.sort(rng.integers(0, 2**64, n, dtype=np.uint64))
+            if shape == "repeats":  # hashes sharing their top bits: keys that repeat
+                hashes = np.sort(hashes >> np.uint64(50) << np.uint64(50))
+            if shape == "shuffled":
+                hashes = rng.permutation(hashes)
+            positions = rng.integers(0, 256, n).astype(np.uint8)
+            got, want = sketch_keys(hashes, positions), former_sketch_keys(hashes, positions)
+            assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+            assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
