@@ -85,3 +85,36 @@ def test_sketch_keys_skip_the_sort_of_sorted_hashes_with_the_same_answer():
             got, want = sketch_keys(hashes, positions), former_sketch_keys(hashes, positions)
             assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
             assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
+
+
+def test_spread_gives_what_it_gave_with_np_diff():
+    """``spread`` counts runs of shared keys without ``np.diff``: the same scores as the former count."""
+    import dedup.spread as sp
+
+    rng = np.random.default_rng(4)
+    for _ in range(400):
+        u = np.unique(rng.integers(0, 2**24, 300)).astype(np.uint32)
+        a = np.unique(rng.choice(u, int(rng.integers(1, 120)), replace=False))
+        b = np.unique(rng.choice(u, int(rng.integers(1, 120)), replace=False))
+        a_pos = rng.integers(0, 256, a.size).astype(np.uint8)
+        b_pos = rng.integers(0, 256, b.size).astype(np.uint8)
+        a_total, b_total = a.size + int(rng.choice([0, 50])), b.size + int(rng.choice([0, 50]))
+        got = sp.spread(a, a_pos, a_total, b, b_pos, b_total)
+        # the former code, step by step, on the smaller page (as spread swaps them)
+        if a_total > b_total or (a_total == b_total and not a_pos.size):
+            a, a_pos, a_total, b, b_pos, b_total = b, b_pos, b_total, a, a_pos, a_total
+        cut = min(a[-1] if a_total > a.size else np.iinfo(a.dtype).max,
+                  b[-1] if b_total > b.size else np.iinfo(b.dtype).max)
+        n_a, n_b = int(a.searchsorted(cut, "right")), int(b.searchsorted(cut, "right"))
+        hit = np.isin(a[:n_a], b[:n_b]).astype(np.int8)
+        h = int(hit.sum())
+        expected = h * (n_a - h + 1) / n_a if n_a else 0.0
+        if not h:
+            want = 0.0
+        elif expected < 2:
+            want = 1.0
+        else:
+            ordered = hit[np.argsort(a_pos[:n_a], kind="stable")]
+            runs = int(np.count_nonzero(np.diff(ordered, prepend=np.int8(0)) == 1))
+            want = float(min(1.0, max(0.0, (runs - 1) / (expected - 1))))
+        assert got == want
