@@ -45,7 +45,7 @@ from .spread import spread
 from .store import DedupIndex, KeyTaken
 
 __all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "QUERY_FORMAT", "ConfigError", "DedupConfig", "Verdict", "Deduplicator",
-           "containment"]
+           "containment", "containment_many"]
 
 ALGORITHM = "dedup-1"
 STATUSES = ("unique", "near_duplicate", "duplicate", "exact_duplicate")
@@ -210,6 +210,46 @@ def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min
     return inter / min(sa.size, sb.size), resemblance
 
 
+def containment_many(a: np.ndarray, a_total: int, bs: list[np.ndarray], b_totals: list[int], *,
+                     min_size: int = 10) -> list[tuple[float, float]]:
+    """:func:`containment` of ``a`` with each sketch ``bs[i]`` (of a set of ``b_totals[i]`` shingles), all
+    at once: the candidates' sketches joined and searched in ``a`` in one binary search. The same
+    figures, pair by pair: every shared key lies within both cuts (it is at most ``a``'s last key and
+    ``b``'s), so each pair's overlap is its count of shared keys; the cut samples' sizes are counts of
+    keys below the other sketch's cut."""
+    n = len(bs)
+    out = [(0.0, 0.0)] * n
+    sizes = [b.size for b in bs]
+    live = [j for j, size in enumerate(sizes) if size]
+    if a.size == 0 or not live:
+        return out
+    if len(live) < n:
+        bs, sizes, b_totals = [bs[j] for j in live], [sizes[j] for j in live], [b_totals[j] for j in live]
+    joined = np.concatenate(bs)
+    starts = np.cumsum(sizes) - sizes
+    pos = a.searchsorted(joined)
+    pos[pos == a.size] = a.size - 1
+    shared = np.add.reduceat(a[pos] == joined, starts, dtype=np.intp).tolist()
+    # b's sample within a's cut (a's sample ends at its last key when a_total > a.size): its keys up to a's last
+    b_kept = np.add.reduceat(joined <= a[-1], starts, dtype=np.intp).tolist() if a_total > a.size else sizes
+    # a's sample within b's cut, when b's sketch is cut: a's keys up to b's last key
+    b_cut = [t > size for t, size in zip(b_totals, sizes)]
+    ends = (starts + sizes - 1)[np.array(b_cut)] if any(b_cut) else starts[:0]
+    a_kept = iter(a.searchsorted(joined[ends], "right").tolist())
+    for i, j in enumerate(live):
+        na = next(a_kept) if b_cut[i] else a.size
+        nb = b_kept[i]
+        if na == 0 or nb == 0:
+            continue
+        inter = shared[i]
+        resemblance = inter / (na + nb - inter)
+        if min(a_total, b_totals[i]) < min_size:
+            out[j] = (resemblance, resemblance)
+        else:
+            out[j] = (inter / min(na, nb), resemblance)
+    return out
+
+
 def _round(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
 
@@ -353,15 +393,19 @@ class Deduplicator:
             return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": q.title_key},
                            candidates=len(title_ids), duplicate_id=rec.id, **base)
         candidates = self._candidates(q, title_ids)
-        best, best_key, best_resemblance, pruned = None, None, 0.0, 0
-        for rec in self.index.get(candidates):
-            if self.reducer.passes(q.sample, q.sentences, rec.term_sample, rec.sentences, rec.term_count, q.term_count):
-                pruned += 1
-                continue
-            cont, resemblance = self._containment(q, rec)
-            # the best is the highest (containment, TDW cosine); the cosine is only needed
-            # when this candidate can beat or tie the best so far
-            if best_key is None or cont >= best_key[0]:
+        best, best_key, best_resemblance = None, None, 0.0
+        records = list(self.index.get(candidates))
+        # the reducer's filters and the containments of all candidates at once (the same figures as one by one)
+        kept = [rec for rec, out in zip(records, self._pruned(q, records)) if not out]
+        pruned = len(records) - len(kept)
+        found = containment_many(q.shingles, q.shingle_count, [rec.shingles for rec in kept],
+                                 [rec.shingle_count for rec in kept], min_size=self.config.min_shingles)
+        # the best is the highest (containment, TDW cosine), the first of equals: among the candidates of the
+        # highest containment, so the cosine is only needed for those (~1.5 a page, not every one that ties
+        # or beats the best so far in arrival order)
+        top = max((cont for cont, _ in found), default=None)
+        for rec, (cont, resemblance) in zip(kept, found):
+            if cont == top:
                 key = (cont, q.cosine(rec))
                 if best_key is None or key > best_key:
                     best, best_key, best_resemblance = rec, key, resemblance
@@ -409,9 +453,20 @@ class Deduplicator:
                                                        self.config.knn, self.config.knn_floor))
         return sorted(ids)
 
-    def _containment(self, q: Query, rec: Record) -> tuple[float, float]:
-        return containment(q.shingles, q.shingle_count, rec.shingles, rec.shingle_count,
-                           min_size=self.config.min_shingles)
+    def _pruned(self, q: Query, records: list[Record]) -> list[bool]:
+        """Whether the comparison reducer prunes each candidate, as ``reducer.passes`` says pair by pair;
+        for a page's query (its whole term set) the prefix and positional filters run on all at once."""
+        red = self.reducer
+        if q.term_count is not None:  # a record's query: both sides sampled
+            return [red.passes(q.sample, q.sentences, rec.term_sample, rec.sentences, rec.term_count, q.term_count)
+                    is not None for rec in records]
+        out = [not red.sentences_ok(q.sentences, rec.sentences) for rec in records]
+        rest = [j for j, o in enumerate(out) if not o]
+        ok = red.prefix_positional_ok_sampled_many(q.sample, [records[j].term_sample for j in rest],
+                                                   [records[j].term_count for j in rest])
+        for j, o in zip(rest, ok):
+            out[j] = not o
+        return out
 
     def _scores(self, q: Query, rec: Record, cont: float, resemblance: float, tdw_cos: float) -> dict[str, Any]:
         """Every score of the pair, for the verdict of its best candidate (which the reducer passed),

@@ -105,8 +105,9 @@ def sketch_keys(hashes: np.ndarray, positions: np.ndarray | None, k: int | None 
     keys = term_keys(hashes)
     if not keys.size:
         return keys, np.zeros(0, dtype=np.uint8)
-    order = np.argsort(keys, kind="stable")
-    keys, positions = keys[order], positions[order]
+    if keys.size > 1 and not (keys[1:] >= keys[:-1]).all():  # sorted hashes give sorted keys: no sort needed
+        order = np.argsort(keys, kind="stable")
+        keys, positions = keys[order], positions[order]
     starts = run_starts(keys)
     return keys[starts], np.minimum.reduceat(positions, starts).astype(np.uint8)
 

@@ -52,5 +52,6 @@ def spread(a: np.ndarray, a_pos: np.ndarray, a_total: int, b: np.ndarray, b_pos:
     if expected < 2:
         return 1.0
     ordered = hit[np.argsort(a_pos[:n_a], kind="stable")]
-    runs = int(np.count_nonzero(np.diff(ordered, prepend=np.int8(0)) == 1))
+    # a run starts at a shared key first or after an unshared one (np.diff's wrapper is ~5 us of ~20)
+    runs = int(ordered[0]) + int(np.count_nonzero(ordered[1:] > ordered[:-1]))
     return float(min(1.0, max(0.0, (runs - 1) / (expected - 1))))
