@@ -279,17 +279,24 @@ def build_lxml(html: bytes, url: str, t: Timer, cand: str = "lxml", fallback: bo
             s = ex.trafilatura_text(text, tree)
             return s, "trafilatura" if s else "none", ()
         prose = ex._prose(lxml_lines(tree), heads)
-        listing = ex._listing(prose, tree, links)
-        if listing is not None:
-            return _onepass(*listing, others)
-        if ex.too_little(prose):
-            s = slow()
-            if s and (len(s) > len(prose) or not prose):
-                return s, "trafilatura-fallback" if fallback else "densest-fallback", ()
-        return _onepass(prose, "onepass" if prose else "none", others)
+        return _decided(prose, ex._listing(prose, tree, links), slow, fallback, others)
 
     others = (("trafilatura" if fallback else "densest", slow),)
     return _finish(t, cand, page, main, lambda: tree)
+
+
+def _decided(prose: str, listing, slow, fallback: bool, others: tuple) -> tuple:
+    """What both one-parse candidates do with their prose lines, as dedup.extract.main_text does: the
+    listing reader's answer, else the fallback when the prose is too little, else the prose."""
+    from dedup import extract as ex
+
+    if listing is not None:
+        return _onepass(*listing, others)
+    if ex.too_little(prose):
+        s = slow()
+        if s and (len(s) > len(prose) or not prose):
+            return s, "trafilatura-fallback" if fallback else "densest-fallback", ()
+    return _onepass(prose, "onepass" if prose else "none", others)
 
 
 def _onepass(text: str, method: str, others: tuple) -> tuple:
@@ -479,14 +486,7 @@ def build_selectolax(html: bytes, url: str, t: Timer, cand: str = "selectolax", 
         items = _sx_teasers(links)
         blobs = [" ".join(el.text().split()) for el in items]
         prose = ex._prose(_sx_lines(tree), heads)
-        listing = _sx_listing(prose, items, blobs)
-        if listing is not None:
-            return _onepass(*listing, others)
-        if ex.too_little(prose):
-            s = slow()
-            if s and (len(s) > len(prose) or not prose):
-                return s, "trafilatura-fallback" if fallback else "densest-fallback", ()
-        return _onepass(prose, "onepass" if prose else "none", others)
+        return _decided(prose, _sx_listing(prose, items, blobs), slow, fallback, others)
 
     others = (("trafilatura" if fallback else "densest", slow),)
     return _finish(t, cand, page, main, lxml)

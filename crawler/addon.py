@@ -32,11 +32,12 @@ import difflib
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from scrapy.exceptions import UsageError
 from scrapy.settings import BaseSettings
+
+from index import unavailable
 
 from .bodies import ResponseBodyMiddleware
 from .config import DEFAULTS, is_enabled, read_settings
@@ -46,8 +47,8 @@ from .logformatter import DedupLogFormatter
 from .pipelines import DedupPipeline, IndexPipeline
 from .spool import SpoolMiddleware
 
-__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "cluster_unreachable",
-           "decides_nothing", "local_index_in_use", "scrapy_command", "unknown_settings"]
+__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing", "scrapy_command",
+           "unknown_settings"]
 
 #: pipeline -> priority: dedup early, so later pipelines see only kept items; index late
 PIPELINES = {DedupPipeline: 300, IndexPipeline: 800}
@@ -103,42 +104,6 @@ def check_settings(settings: BaseSettings) -> None:
         raise UsageError(f"scrapy-dedup: {exc}", print_help=False) from None
 
 
-def local_index_in_use(uri: str) -> str | None:
-    """Why the embedded index at ``uri`` (``local://PATH``) is taken by another process, or None (free,
-    missing, or not an embedded index)."""
-    if not uri.lower().startswith("local://"):
-        return None
-    from index.local.lock import in_use
-
-    return in_use(Path(uri.split("://", 1)[1]))
-
-
-def cluster_unreachable(uri: str, es_options: dict) -> str | None:
-    """Why the Elasticsearch cluster of ``uri`` cannot be reached (no answer within its retry budget,
-    ``retry_seconds`` of ``DEDUP_ES_OPTIONS``), or None: reached, not Elasticsearch, or any other answer
-    (an error the crawl reports itself when it opens the index)."""
-    if not uri.lower().startswith(("http://", "https://", "es://")):
-        return None
-    try:
-        from index.elastic import CONNECT_OPTIONS, IndexUnavailable
-        from index.elastic.connect import connect
-    except ImportError:  # no client: the crawl says so when it opens the index
-        return None
-    try:
-        es, name = connect(uri, **{k: v for k, v in es_options.items() if k in CONNECT_OPTIONS})
-    except Exception:  # a malformed URI or option: reported when the index is opened, as before
-        return None
-    try:
-        es.call("reach the cluster", es.client.indices.exists, index=name)
-    except IndexUnavailable as exc:
-        return str(exc)
-    except Exception:
-        return None
-    finally:
-        es.close()
-    return None
-
-
 def _reliable_frontier(scheduler: object) -> bool:
     """Whether ``SCHEDULER`` is :class:`crawler.frontier.ReliableScheduler` (or a subclass); scrapy-redis is
     imported only then."""
@@ -166,7 +131,7 @@ class DedupAddon:
         if not decides_nothing() and is_enabled(settings):
             s = read_settings(settings)
             # refused in one line now, not by a traceback when the pipelines open the index
-            why = local_index_in_use(s.index) or cluster_unreachable(s.index, s.es_options)
+            why = unavailable(s.index, s.es_options)
             if why:
                 raise SystemExit(f"scrapy-dedup: {why}")
 

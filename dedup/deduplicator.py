@@ -31,7 +31,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .bits import hamming, sorted_common
+from .bits import hamming
 from .decision import DECISIONS, load_decision, title_similarity
 from .features import Features, Featurizer
 from .mrc import signature_cosine
@@ -193,21 +193,9 @@ def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min
     are exact. Containment is the overlap over the smaller sample. When the smaller
     page has fewer than ``min_size`` shingles, containment is unreliable (a three-word
     page is "contained" in anything) and resemblance is returned in its place.
+    One pair of :func:`containment_many`, which a check calls for all its candidates at once.
     """
-    if a.size == 0 or b.size == 0:
-        return 0.0, 0.0
-    cut_a = a[-1] if a_total > a.size else np.uint64(2**64 - 1)
-    cut_b = b[-1] if b_total > b.size else np.uint64(2**64 - 1)
-    cut = min(cut_a, cut_b)
-    # both sketches are sorted and distinct: cut by binary search, intersect by binary search
-    sa, sb = a[: a.searchsorted(cut, "right")], b[: b.searchsorted(cut, "right")]
-    if sa.size == 0 or sb.size == 0:
-        return 0.0, 0.0
-    inter = sorted_common(sa, sb)[0].size
-    resemblance = inter / (sa.size + sb.size - inter)
-    if min(a_total, b_total) < min_size:
-        return resemblance, resemblance
-    return inter / min(sa.size, sb.size), resemblance
+    return containment_many(a, a_total, [b], [b_total], min_size=min_size)[0]
 
 
 def containment_many(a: np.ndarray, a_total: int, bs: list[np.ndarray], b_totals: list[int], *,

@@ -68,11 +68,10 @@ class Source:
         content_type = item.get("content_type")
         if not (isinstance(content_type, str) and "/" in content_type):  # a field of another meaning
             content_type = None
-        html, title, text = item.get(html_field), item.get("title"), item.get("text")
-        if not html and (title or text):  # an empty HTML field beside a title or text: made of those
-            html = None
-        # an empty HTML field and nothing else is an empty page, and is parsed as one (extraction "empty")
-        return cls(url=str(item.get("url") or ""), html=html, content_type=content_type, title=title, text=text)
+        # an empty HTML field is kept as it is: page_from_source makes the page of the title or text
+        # beside it, or, with nothing else, parses it as the empty page it is (extraction "empty")
+        return cls(url=str(item.get("url") or ""), html=item.get(html_field), content_type=content_type,
+                   title=item.get("title"), text=item.get("text"))
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any], url: str, *, html_field: str | None = None,
@@ -107,6 +106,7 @@ def page_from_source(source: Source, limits: Any = None) -> Page:
     max_chars = getattr(limits, "max_text_chars", MAX_TEXT_CHARS)
     extractor = getattr(limits, "extractor", DEFAULT_EXTRACTOR)
     html = source.html
+    # HTML, when there is some; an empty HTML field too, when nothing else is there (an empty page)
     if html is not None and (html or not (source.title or source.text)):
         if isinstance(html, (bytearray, memoryview)):
             html = bytes(html)

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 from .base import DedupIndex, SearchIndex
 
-__all__ = ["open_index", "open_search", "SCHEMES", "DEFAULT_INDEX", "DedupIndex", "SearchIndex", "default_dropped_log"]
+__all__ = ["open_index", "open_search", "SCHEMES", "DEFAULT_INDEX", "DedupIndex", "SearchIndex", "default_dropped_log",
+           "unavailable"]
 
 SCHEMES = ("local", "http", "https", "es")
 #: the index a crawl (DEDUP_INDEX) and every `dedup` command use when none is named
@@ -64,3 +65,33 @@ def default_dropped_log(uri: str) -> str:
     if _scheme(uri) == "local":
         return _local_path(uri).rstrip("/") + "/dropped.jsonl"
     return "dropped.jsonl"
+
+
+def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | None:
+    """Why the index at ``uri`` cannot be used now, for a refusal in one line before a crawl starts, or
+    None: an embedded index another process holds (its lock), or an Elasticsearch cluster that does not
+    answer within its retry budget (``retry_seconds`` of ``es_options``, DEDUP_ES_OPTIONS). Anything else
+    (a bad URI, another error, no client) is None: opening the index reports it as before."""
+    try:
+        scheme = _scheme(uri)
+        if scheme == "local":
+            from pathlib import Path
+
+            from .local.lock import in_use
+
+            return in_use(Path(_local_path(uri)))
+        from .elastic import CONNECT_OPTIONS, IndexUnavailable
+        from .elastic.connect import connect
+
+        es, name = connect(uri, **{k: v for k, v in (es_options or {}).items() if k in CONNECT_OPTIONS})
+    except Exception:
+        return None
+    try:
+        es.call("reach the cluster", es.client.indices.exists, index=name)
+    except IndexUnavailable as exc:
+        return str(exc)
+    except Exception:
+        return None
+    finally:
+        es.close()
+    return None
