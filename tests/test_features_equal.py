@@ -49,6 +49,9 @@ TEXTS = [
     "\u212a Kelvin sign lowers to ASCII k; İstanbul dotted capital",
     "日本語のテキスト and English 中文 mixed\n韓국어 한국어",
     "", "   ", "'''", "a'b' 'c d'e’f",
+    "'tis rock'n'roll, a''b don't' ''x'' 9'9 'a' b'",  # apostrophes: inside a token only between two alnums
+    "non\xa0breaking — dashes – “quotes” ‘single’ 5\u202f000 € £ … ©",  # non-ASCII, none of it a token
+    "x² 3½ nai\u0308ve e\u0301 \x1c\x1d\x1e\x1f\x0b\x0c sep",  # alnum beyond ASCII; split()'s separators
 ]
 
 
@@ -63,6 +66,17 @@ def _sample_pages() -> list[Page]:
 @pytest.mark.parametrize("text", TEXTS)
 def test_tokenize_equals_the_former_pattern(text):
     assert tokenize(text) == former_tokenize(text)
+
+
+def test_tokenize_equals_the_former_pattern_on_random_texts():
+    """The translate-and-split tokens (ASCII text, and text whose non-ASCII characters are all separators)
+    are the former regex's on random strings of the characters that decide a token's edges."""
+    import random
+
+    rng = random.Random(14)
+    alphabet = list("abzAZ09'’ _-.,\n\t\x0b\x1c\xa0—“é²\u0307\u212a日") + ["''", "a'b", "'a", "b'", "İ"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))) for _ in range(20_000)]
+    assert [t for t in texts if tokenize(t) != former_tokenize(t)] == []
 
 
 def test_tokenize_of_joined_sentences_equals_sentence_by_sentence():
