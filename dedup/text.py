@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .keys import _NON_ASCII, ascii_words_only
 from .workers import this_process
 
 __all__ = ["tokenize", "split_sentences", "SentenceSplitter", "Normalizer", "nltk_data_paths"]
@@ -49,7 +50,6 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 # looks at the apostrophe and the character before it)
 _LONE_APOSTROPHE = re.compile(r"'(?:(?<![a-z0-9]')|(?![a-z0-9]))")
 _ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not ("a" <= c <= "z" or "0" <= c <= "9" or c == "'")})
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u00C0-\u024F" + _CJK + r"])")
 
 _ADJ_MARKER = re.compile(r"\([^()]*\)$")  # as nltk strips it
@@ -87,7 +87,7 @@ def tokenize(text: str) -> list[str]:
     if not text.isascii():
         if _CJK_RUN.search(text):
             return _cjk_tokens(text)
-        if any(c.isalnum() for c in set(_NON_ASCII.findall(text))):
+        if not ascii_words_only(text):
             return _WORD.findall(text)
         # no character beyond ASCII can be in a token ([^\W_] is str.isalnum): they separate tokens as
         # spaces do (non-breaking spaces, dashes, quotes: most non-ASCII pages)

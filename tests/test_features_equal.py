@@ -6,6 +6,7 @@ from itertools import chain
 
 import numpy as np
 import pytest
+import xxhash
 
 from dedup.features import Featurizer
 from dedup.page import Page, parse_page
@@ -177,13 +178,43 @@ def test_term_weights_equal_the_former_on_random_pages_and_weights():
         assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
 
 
+def former_normalise_text(text: str) -> str:
+    """normalise_text's definition: NFKC, case-folded, runs of non-word characters one space."""
+    import re
+    import unicodedata
+
+    return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+#: characters that decide the normalised words' edges: ASCII, separators beyond ASCII, letters and digits
+#: beyond ASCII, characters NFKC or case folding change (ligatures, numerals, the long s, sharp s, a dotted
+#: capital, a combining accent, superscripts, a line separator, full-width letters)
+EDGES = list("abcXYZ019 \t\r\n\x0b\x0c\x1c\x1f.,'-_é©\xa0—“”’…€") + list("ﬁⅫ²ſßİ\u0301\u2028Ａｂ日ŉ")
+
+
+def test_normalise_text_equals_its_definition_on_random_texts():
+    import random
+
+    from dedup.keys import content_hash, normalise_text, normalise_texts
+
+    rng = random.Random(29)
+    texts = TEXTS + [page.text for page in _sample_pages()]
+    texts += ["".join(rng.choice(EDGES) for _ in range(rng.randint(0, 30))) for _ in range(20_000)]
+    separators = [c for c in EDGES if c.isascii() or not c.isalnum()]  # the byte-table path's texts
+    texts += ["".join(rng.choice(separators) for _ in range(rng.randint(0, 30))) for _ in range(5_000)]
+    assert [t for t in texts if normalise_text(t) != former_normalise_text(t)] == []
+    assert [t for t in texts if normalise_texts(t.split("\n")) != list(map(former_normalise_text, t.split("\n")))] == []
+    hashes = [xxhash.xxh3_128_hexdigest(n.encode("utf-8")) if n else "" for n in map(former_normalise_text, texts)]
+    assert [t for t, h in zip(texts, hashes) if content_hash(t) != h] == []
+
+
 def test_normalise_texts_equals_normalise_text_one_by_one():
     import random
 
     from dedup.keys import normalise_text, normalise_texts
 
     rng = random.Random(11)
-    alphabet = "abcXYZ019 \t\r\n.,'-_é©"
+    alphabet = "abcXYZ019 \t\r\n.,'-_é©\xa0—ﬁ²\u2028"
     for _ in range(2000):
         texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 6))]
         assert normalise_texts(texts) == [normalise_text(t) for t in texts]
@@ -363,3 +394,36 @@ def test_content_hash_equals_the_former_on_random_texts():
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
     for text in texts:
         assert content_hash(text) == former(text)
+
+
+def former_navigation_share(text: str, anchors) -> float:
+    from dedup.keys import normalise_texts
+
+    labels = set(normalise_texts(list(anchors)))
+    labels.discard("")
+    words = {w for label in labels for w in label.split()}
+    total = nav = 0
+    for norm in normalise_texts(text.split("\n")):
+        if not norm:
+            continue
+        total += len(norm)
+        split = norm.split()
+        if norm in labels or (len(split) <= 12 and all(w in words for w in split)):
+            nav += len(norm)
+    return nav / total if total else 0.0
+
+
+def test_navigation_share_equals_the_former_on_pages_and_random_menus():
+    """Label words looked up in one padded string, only for short lines that are no label: the same shares."""
+    import random
+
+    from dedup.extractcheck import navigation_share
+
+    rng = random.Random(16)
+    vocab = ["home", "news", "sport", "World", "a", "ab", "b", "the", "café", "x-y", "1", "12", "", " ", "—"]
+    cases = [(page.text, page.anchors_same + page.anchors_other) for page in _sample_pages()]
+    for _ in range(3000):
+        anchors = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 6))]
+        lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 15))) for _ in range(rng.randint(0, 5))]
+        cases.append(("\n".join(lines), anchors))
+    assert [c for c in cases if navigation_share(*c) != former_navigation_share(*c)] == []
