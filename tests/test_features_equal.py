@@ -11,7 +11,7 @@ import xxhash
 from dedup.features import Featurizer
 from dedup.page import Page, parse_page
 from dedup.simhash import chunk_simhashes, hash_terms
-from dedup.tdw import PRESETS, TermVector, field_texts, resolve_weights, term_weights
+from dedup.tdw import PRESETS, TermVector, _exact_sums, field_texts, resolve_weights, term_weights
 from dedup.text import _CJK_RUN, _TOKEN, Normalizer, tokenize
 
 
@@ -173,9 +173,13 @@ def test_term_weights_equal_the_former_on_random_pages_and_weights():
                     headings=[(rng.randint(1, 6), text(3)) for _ in range(rng.randint(0, 5))],
                     anchors_same=[text(2) for _ in range(rng.randint(0, 20))],
                     anchors_other=[text(2) for _ in range(rng.randint(0, 5))])
-        weights = resolve_weights({f: rng.choice([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3]) for f in FIELDS})
-        new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
-        assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+        # weights whose sums are not exact (summed in field order) and weights whose sums are (one sort by term)
+        for choices in ([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3], [0, 0.5, 1, 2, 3, 6, 0.25, 1.75, 4095.5]):
+            weights = resolve_weights({f: rng.choice(choices) for f in FIELDS})
+            new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
+            assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+    assert _exact_sums([0.5, 2.0, 3.0, 6.0, 1 / 1024], 1000) and not _exact_sums([0.1], 10)
+    assert not _exact_sums([1 / 3], 10) and not _exact_sums([2.0 ** 16], 10) and not _exact_sums([1.0], 1 << 26)
 
 
 def former_normalise_text(text: str) -> str:
