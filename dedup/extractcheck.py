@@ -37,14 +37,19 @@ def navigation_share(text: str, anchors: Iterable[str]) -> float:
     """The share of ``text``'s characters in lines that are link labels (or runs of them)."""
     labels = set(normalise_texts(list(anchors)))
     labels.discard("")
-    words = {w for label in labels for w in label.split()}
+    words = None  # every label's words, for the short lines that are no label (made on first need)
     total = nav = 0
     for norm in normalise_texts(text.split("\n")):
         if not norm:
             continue
         total += len(norm)
-        if norm in labels or _all_labels(norm, words):
+        if norm in labels:
             nav += len(norm)
+        elif norm.count(" ") <= 11:  # at most 12 words (a normalised line has one space between words)
+            if words is None:
+                words = _label_words(labels)
+            if _all_labels(norm, words):
+                nav += len(norm)
     return nav / total if total else 0.0
 
 
@@ -62,10 +67,14 @@ def list_share(text: str) -> float:
     return listed / total if total else 0.0
 
 
-def _all_labels(norm: str, label_words: set[str]) -> bool:
+def _label_words(labels: set[str]) -> str:
+    """The labels' words as one string, each word between spaces (normalised labels: words and single spaces)."""
+    return f" {' '.join(labels)} "
+
+
+def _all_labels(norm: str, label_words: str) -> bool:
     """A short line of several labels run together ("Home News Sport"): every word is a label's."""
-    words = norm.split()
-    return len(words) <= 12 and all(w in label_words for w in words)
+    return all(f" {w} " in label_words for w in norm.split())
 
 
 def _own_text(el: lxml.html.HtmlElement) -> str:

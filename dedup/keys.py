@@ -6,9 +6,10 @@ import unicodedata
 
 import xxhash
 
-__all__ = ["normalise_text", "normalise_texts", "content_hash", "title_key"]
+__all__ = ["normalise_text", "normalise_texts", "content_hash", "title_key", "ascii_words_only"]
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 #: ASCII letters and digits to themselves (lowercased), every other byte to a space
@@ -16,13 +17,35 @@ _ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isascii() and chr(
                      for c in range(256))
 
 
+def ascii_words_only(text: str) -> bool:
+    """Whether no character of ``text`` beyond ASCII is a letter or digit (``[^\\W_]`` is ``str.isalnum``): then
+    each such character (a non-breaking space, a dash, a curly quote...) separates words as a space does,
+    and ``text`` with them made spaces is ASCII, for the byte-table paths below and ``dedup.text.tokenize``."""
+    return not any(c.isalnum() for c in set(_NON_ASCII.findall(text)))
+
+
+def _folded(text: str) -> str:
+    """NFKC, case-folded: what the word pattern runs on."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _ascii_folded(folded: str) -> str | None:
+    """``folded`` with its non-ASCII characters made spaces when none is a letter or digit (the same words,
+    in ASCII), else None."""
+    return _NON_ASCII.sub(" ", folded) if ascii_words_only(folded) else None
+
+
 def normalise_text(text: str) -> str:
     """NFKC, case-folded, punctuation and whitespace runs folded to one space."""
-    if text.isascii():
-        # the same for ASCII text (NFKC leaves it as it is, casefold is lower), by a byte table: a
-        # tenth of the regex's time on a page's main text
-        return " ".join(text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split())
-    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    if not text.isascii():
+        folded = _folded(text)
+        # the same words either way; the byte table's extra steps pay off from ~120 characters
+        text = _ascii_folded(folded) if len(folded) >= 120 else None
+        if text is None:
+            return _NON_WORD.sub(" ", folded).strip()
+    # the same for ASCII text (NFKC leaves it as it is, casefold is lower), by a byte table: a tenth of the
+    # regex's time on a page's main text
+    return " ".join(text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split())
 
 
 #: _ASCII_WORDS with the newline kept: several texts normalised in one translate
@@ -39,11 +62,15 @@ def normalise_texts(texts: list[str]) -> list[str]:
 
 def content_hash(text: str) -> str:
     """128-bit xxh3 of the normalised main text, as 32 hex digits ('' for an empty text)."""
-    if text.isascii():  # normalise_text's ASCII bytes, hashed without decoding them to a str
-        norm = b" ".join(text.encode("ascii").translate(_ASCII_WORDS).split())
-        return xxhash.xxh3_128_hexdigest(norm) if norm else ""
-    norm = normalise_text(text)
-    return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
+    if not text.isascii():
+        folded = _folded(text)
+        text = _ascii_folded(folded)
+        if text is None:
+            norm = _NON_WORD.sub(" ", folded).strip()
+            return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
+    # normalise_text's ASCII bytes, hashed without decoding them to a str
+    norm = b" ".join(text.encode("ascii").translate(_ASCII_WORDS).split())
+    return xxhash.xxh3_128_hexdigest(norm) if norm else ""
 
 
 def title_key(title: str, anchor_count: int) -> str:

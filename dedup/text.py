@@ -22,11 +22,13 @@ import gc
 import logging
 import os
 import re
+import sys
 import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .keys import _NON_ASCII, ascii_words_only
 from .workers import this_process
 
 __all__ = ["tokenize", "split_sentences", "SentenceSplitter", "Normalizer", "nltk_data_paths"]
@@ -41,6 +43,13 @@ _CJK_RUN = re.compile(rf"[{_CJK}]")
 # text (where [^\W_] is [a-z0-9] once lowercased): the same tokens, found faster (tests/test_text.py)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+# _ASCII_WORD's matches without a regex scan: an apostrophe belongs to a token exactly when a letter or
+# digit is on both its sides, so the others become spaces, every other character but [a-z0-9'] too (one
+# translate), and the tokens are what str.split() leaves (tests/test_features_equal.py)
+# (the pattern starts with its literal, so the regex engine skips to each apostrophe; the lookbehind
+# looks at the apostrophe and the character before it)
+_LONE_APOSTROPHE = re.compile(r"'(?:(?<![a-z0-9]')|(?![a-z0-9]))")
+_ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not ("a" <= c <= "z" or "0" <= c <= "9" or c == "'")})
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u00C0-\u024F" + _CJK + r"])")
 
 _ADJ_MARKER = re.compile(r"\([^()]*\)$")  # as nltk strips it
@@ -75,10 +84,21 @@ def _nltk():
 def tokenize(text: str) -> list[str]:
     """Lowercased word tokens; CJK runs become character bigrams (a lone character stays)."""
     text = text.lower().replace("’", "'")  # the token pattern takes either apostrophe inside a word
-    if text.isascii():
-        return _ASCII_WORD.findall(text)  # the common case: one C-level call
-    if not _CJK_RUN.search(text):
-        return _WORD.findall(text)
+    if not text.isascii():
+        if _CJK_RUN.search(text):
+            return _cjk_tokens(text)
+        if not ascii_words_only(text):
+            return _WORD.findall(text)
+        # no character beyond ASCII can be in a token ([^\W_] is str.isalnum): they separate tokens as
+        # spaces do (non-breaking spaces, dashes, quotes: most non-ASCII pages)
+        text = _NON_ASCII.sub(" ", text)
+    if "'" in text:
+        text = _LONE_APOSTROPHE.sub(" ", text)
+    return text.translate(_ASCII_SPACES).split()  # _ASCII_WORD.findall(text), ~3x faster
+
+
+def _cjk_tokens(text: str) -> list[str]:
+    """:data:`_TOKEN`'s matches of lowercased ``text``, its CJK runs as character bigrams."""
     out: list[str] = []
     for tok in _TOKEN.findall(text):
         if _CJK_RUN.match(tok):
@@ -274,36 +294,78 @@ def _load_wordnet():
 
 class PackagedWordNet:
     """What word mapping needs from WordNet, read from :data:`WORDMAP` (see
-    ``scripts/build_wordmap.py``); looked up with nltk's own morphy, so a word maps as with the
-    full WordNet."""
+    ``scripts/build_wordmap.py``); looked up as nltk's morphy looks words up, so a word maps as with
+    the full WordNet (tests/test_text_data.py).
+
+    Only alphabetic words are ever mapped (:meth:`Normalizer.map_word`), and morphy's rules turn an
+    alphabetic word into alphabetic forms, so only the alphabetic lemmas (77,503 of 147,306) are kept,
+    with the lemmas the exception lists send an alphabetic word to: one ``str -> str`` dict a part of
+    speech (no dict a lemma: ~18 MB of RSS instead of ~50, and nothing the cyclic GC has to visit), the
+    exception lists as tuples."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         import gzip
 
         from nltk.corpus.reader.wordnet import POS_LIST, WordNetCorpusReader
 
-        self.MORPHOLOGICAL_SUBSTITUTIONS = WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
-        self._morphy_of = WordNetCorpusReader._morphy
-        self._pos_list = POS_LIST
-        self._lemma_pos_offset_map: dict[str, dict[str, str]] = {}  # lemma -> pos -> mapped word
-        self._exception_map: dict[str, dict[str, list[str]]] = {pos: {} for pos in POS_LIST}
+        subs = WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
+        tables: dict[str, dict[str, str]] = {pos: {} for pos in POS_LIST}  # pos -> lemma -> mapped ('' none)
+        exceptions: dict[str, dict[str, tuple[str, ...]]] = {pos: {} for pos in POS_LIST}
+        other: dict[str, str] = {}  # the entries of non-alphabetic lemmas, until the exceptions are read
         with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                fields = line.rstrip("\n").split("\t")
-                if fields[0].startswith("!"):
-                    self._exception_map[fields[0][1:]][fields[1]] = fields[2:]
+            for line in fh:  # line by line: the whole file's lines at once would double the peak
+                lemma, _, rest = line.rstrip("\n").partition("\t")
+                if lemma.startswith("!"):
+                    inflected, _, bases = rest.partition("\t")
+                    exceptions[lemma[1:]][inflected] = tuple(bases.split("\t")) if bases else ()
+                elif not lemma.isalpha():
+                    other[lemma] = rest
                 else:
-                    self._lemma_pos_offset_map[fields[0]] = dict(f.split("=", 1) for f in fields[1:])
+                    for entry in rest.split("\t"):
+                        pos, _, mapped = entry.partition("=")
+                        # the lemma itself when it maps to itself: one string, not two
+                        tables[pos][lemma] = lemma if mapped == lemma else sys.intern(mapped)
+        for table in exceptions.values():
+            for inflected, bases in table.items():
+                if inflected.isalpha():
+                    for base in bases:
+                        if base in other:
+                            for entry in other[base].split("\t"):
+                                pos, _, mapped = entry.partition("=")
+                                tables[pos][base] = mapped
+        self._tables = tables
+        self._exception_map = exceptions
+        # per part of speech in morphy's order: its lemmas, its exception list, its suffix rules
+        self._by_pos = tuple((tables[pos], exceptions[pos], tuple(subs[pos])) for pos in POS_LIST)
+
+    def mapped(self, word: str) -> str | None:
+        """The mapped word of alphabetic ``word``'s first synset ('' when it has no single-word lowercase
+        lemma, None when ``word`` has no synset): nltk's morphy, part of speech by part of speech
+        (noun, verb, adjective, adverb), the word itself first, then the bases of its exception list or
+        the forms of morphy's suffix rules; the first form that is a lemma of that part of speech."""
+        word = word.lower()
+        for table, exceptions, rules in self._by_pos:
+            found = table.get(word)
+            if found is not None:
+                return found
+            bases = exceptions.get(word)
+            if bases is None:
+                for old, new in rules:
+                    if word.endswith(old):
+                        found = table.get(word[: -len(old)] + new)
+                        if found is not None:
+                            return found
+            else:
+                for base in bases:
+                    found = table.get(base)
+                    if found is not None:
+                        return found
+        return None
 
     def first_lemma_names(self, word: str) -> list[str]:
-        """The mapped word of ``word``'s first synset as a one-name list ([] when there is none)."""
-        word = word.lower()
-        for pos in self._pos_list:
-            for form in self._morphy_of(self, word, pos, True):
-                mapped = self._lemma_pos_offset_map[form].get(pos)
-                if mapped is not None:
-                    return [mapped] if mapped else []
-        return []
+        """The mapped word of alphabetic ``word``'s first synset as a one-name list ([] when there is none)."""
+        found = self.mapped(word)
+        return [found] if found else []
 
 
 def _load_packaged_wordnet() -> PackagedWordNet:
@@ -350,6 +412,7 @@ class Normalizer:
         self.stemmer = _PorterStemmer() if stem else None
         self.stopwords = frozenset(self._stopwords()) if stopwords else frozenset()
         self.wordnet = self._wordnet(word_mapping)
+        self._mapped = getattr(self.wordnet, "mapped", None)
         self._cache: dict[str, str] = {}
 
     @property
@@ -383,6 +446,8 @@ class Normalizer:
         """Seed 002's word mapping: the shortest single-word lowercase lemma of the first synset."""
         if self.wordnet is None or not word.isalpha():
             return word
+        if self._mapped is not None:  # the packaged table holds that lemma already (or '')
+            return self._mapped(word) or word
         names = [n for n in self.wordnet.first_lemma_names(word) if n.isalpha() and n.islower()]
         # ties broken alphabetically so the mapping does not depend on WordNet's lemma order
         return min(names, key=lambda n: (len(n), n)) if names else word

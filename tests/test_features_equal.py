@@ -6,11 +6,12 @@ from itertools import chain
 
 import numpy as np
 import pytest
+import xxhash
 
 from dedup.features import Featurizer
 from dedup.page import Page, parse_page
 from dedup.simhash import chunk_simhashes, hash_terms
-from dedup.tdw import PRESETS, TermVector, field_texts, resolve_weights, term_weights
+from dedup.tdw import PRESETS, TermVector, _exact_sums, field_texts, resolve_weights, term_weights
 from dedup.text import _CJK_RUN, _TOKEN, Normalizer, tokenize
 
 
@@ -49,6 +50,9 @@ TEXTS = [
     "\u212a Kelvin sign lowers to ASCII k; İstanbul dotted capital",
     "日本語のテキスト and English 中文 mixed\n韓국어 한국어",
     "", "   ", "'''", "a'b' 'c d'e’f",
+    "'tis rock'n'roll, a''b don't' ''x'' 9'9 'a' b'",  # apostrophes: inside a token only between two alnums
+    "non\xa0breaking — dashes – “quotes” ‘single’ 5\u202f000 € £ … ©",  # non-ASCII, none of it a token
+    "x² 3½ nai\u0308ve e\u0301 \x1c\x1d\x1e\x1f\x0b\x0c sep",  # alnum beyond ASCII; split()'s separators
 ]
 
 
@@ -63,6 +67,17 @@ def _sample_pages() -> list[Page]:
 @pytest.mark.parametrize("text", TEXTS)
 def test_tokenize_equals_the_former_pattern(text):
     assert tokenize(text) == former_tokenize(text)
+
+
+def test_tokenize_equals_the_former_pattern_on_random_texts():
+    """The translate-and-split tokens (ASCII text, and text whose non-ASCII characters are all separators)
+    are the former regex's on random strings of the characters that decide a token's edges."""
+    import random
+
+    rng = random.Random(14)
+    alphabet = list("abzAZ09'’ _-.,\n\t\x0b\x1c\xa0—“é²\u0307\u212a日") + ["''", "a'b", "'a", "b'", "İ"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))) for _ in range(20_000)]
+    assert [t for t in texts if tokenize(t) != former_tokenize(t)] == []
 
 
 def test_tokenize_of_joined_sentences_equals_sentence_by_sentence():
@@ -158,9 +173,43 @@ def test_term_weights_equal_the_former_on_random_pages_and_weights():
                     headings=[(rng.randint(1, 6), text(3)) for _ in range(rng.randint(0, 5))],
                     anchors_same=[text(2) for _ in range(rng.randint(0, 20))],
                     anchors_other=[text(2) for _ in range(rng.randint(0, 5))])
-        weights = resolve_weights({f: rng.choice([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3]) for f in FIELDS})
-        new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
-        assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+        # weights whose sums are not exact (summed in field order) and weights whose sums are (one sort by term)
+        for choices in ([0, 0.1, 0.3, 0.7, 1.3, 2.9, 1 / 3], [0, 0.5, 1, 2, 3, 6, 0.25, 1.75, 4095.5]):
+            weights = resolve_weights({f: rng.choice(choices) for f in FIELDS})
+            new, old = term_weights(page, norm, weights), former_term_weights(page, norm, weights)
+            assert np.array_equal(new.hashes, old.hashes) and np.array_equal(new.weights, old.weights)
+    assert _exact_sums([0.5, 2.0, 3.0, 6.0, 1 / 1024], 1000) and not _exact_sums([0.1], 10)
+    assert not _exact_sums([1 / 3], 10) and not _exact_sums([2.0 ** 16], 10) and not _exact_sums([1.0], 1 << 26)
+
+
+def former_normalise_text(text: str) -> str:
+    """normalise_text's definition: NFKC, case-folded, runs of non-word characters one space."""
+    import re
+    import unicodedata
+
+    return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+#: characters that decide the normalised words' edges: ASCII, separators beyond ASCII, letters and digits
+#: beyond ASCII, characters NFKC or case folding change (ligatures, numerals, the long s, sharp s, a dotted
+#: capital, a combining accent, superscripts, a line separator, full-width letters)
+EDGES = list("abcXYZ019 \t\r\n\x0b\x0c\x1c\x1f.,'-_é©\xa0—“”’…€") + list("ﬁⅫ²ſßİ\u0301\u2028Ａｂ日ŉ")
+
+
+def test_normalise_text_equals_its_definition_on_random_texts():
+    import random
+
+    from dedup.keys import content_hash, normalise_text, normalise_texts
+
+    rng = random.Random(29)
+    texts = TEXTS + [page.text for page in _sample_pages()]
+    texts += ["".join(rng.choice(EDGES) for _ in range(rng.randint(0, 30))) for _ in range(20_000)]
+    separators = [c for c in EDGES if c.isascii() or not c.isalnum()]  # the byte-table path's texts
+    texts += ["".join(rng.choice(separators) for _ in range(rng.randint(0, 30))) for _ in range(5_000)]
+    assert [t for t in texts if normalise_text(t) != former_normalise_text(t)] == []
+    assert [t for t in texts if normalise_texts(t.split("\n")) != list(map(former_normalise_text, t.split("\n")))] == []
+    hashes = [xxhash.xxh3_128_hexdigest(n.encode("utf-8")) if n else "" for n in map(former_normalise_text, texts)]
+    assert [t for t, h in zip(texts, hashes) if content_hash(t) != h] == []
 
 
 def test_normalise_texts_equals_normalise_text_one_by_one():
@@ -169,7 +218,7 @@ def test_normalise_texts_equals_normalise_text_one_by_one():
     from dedup.keys import normalise_text, normalise_texts
 
     rng = random.Random(11)
-    alphabet = "abcXYZ019 \t\r\n.,'-_é©"
+    alphabet = "abcXYZ019 \t\r\n.,'-_é©\xa0—ﬁ²\u2028"
     for _ in range(2000):
         texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(0, 6))]
         assert normalise_texts(texts) == [normalise_text(t) for t in texts]
@@ -349,3 +398,36 @@ def test_content_hash_equals_the_former_on_random_texts():
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(3000)]
     for text in texts:
         assert content_hash(text) == former(text)
+
+
+def former_navigation_share(text: str, anchors) -> float:
+    from dedup.keys import normalise_texts
+
+    labels = set(normalise_texts(list(anchors)))
+    labels.discard("")
+    words = {w for label in labels for w in label.split()}
+    total = nav = 0
+    for norm in normalise_texts(text.split("\n")):
+        if not norm:
+            continue
+        total += len(norm)
+        split = norm.split()
+        if norm in labels or (len(split) <= 12 and all(w in words for w in split)):
+            nav += len(norm)
+    return nav / total if total else 0.0
+
+
+def test_navigation_share_equals_the_former_on_pages_and_random_menus():
+    """Label words looked up in one padded string, only for short lines that are no label: the same shares."""
+    import random
+
+    from dedup.extractcheck import navigation_share
+
+    rng = random.Random(16)
+    vocab = ["home", "news", "sport", "World", "a", "ab", "b", "the", "café", "x-y", "1", "12", "", " ", "—"]
+    cases = [(page.text, page.anchors_same + page.anchors_other) for page in _sample_pages()]
+    for _ in range(3000):
+        anchors = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 6))]
+        lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 15))) for _ in range(rng.randint(0, 5))]
+        cases.append(("\n".join(lines), anchors))
+    assert [c for c in cases if navigation_share(*c) != former_navigation_share(*c)] == []

@@ -48,6 +48,55 @@ def test_packaged_word_map_maps_every_word_as_wordnet_does():
     assert differ == [], differ[:20]
 
 
+class _FormerPackagedWordNet:
+    """The former PackagedWordNet (a dict a lemma, nltk's own ``_morphy``): the reference the compact
+    tables and their direct lookup are compared with."""
+
+    def __init__(self, path) -> None:
+        import gzip
+
+        from nltk.corpus.reader.wordnet import POS_LIST, WordNetCorpusReader
+
+        self.MORPHOLOGICAL_SUBSTITUTIONS = WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
+        self._morphy_of = WordNetCorpusReader._morphy
+        self._pos_list = POS_LIST
+        self._lemma_pos_offset_map: dict[str, dict[str, str]] = {}
+        self._exception_map: dict[str, dict[str, list[str]]] = {pos: {} for pos in POS_LIST}
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                fields = line.rstrip("\n").split("\t")
+                if fields[0].startswith("!"):
+                    self._exception_map[fields[0][1:]][fields[1]] = fields[2:]
+                else:
+                    self._lemma_pos_offset_map[fields[0]] = dict(f.split("=", 1) for f in fields[1:])
+
+    def first_lemma_names(self, word: str) -> list[str]:
+        word = word.lower()
+        for pos in self._pos_list:
+            for form in self._morphy_of(self, word, pos, True):
+                mapped = self._lemma_pos_offset_map[form].get(pos)
+                if mapped is not None:
+                    return [mapped] if mapped else []
+        return []
+
+
+def test_packaged_word_map_maps_every_word_as_the_former_nltk_morphy_lookup():
+    """The compact per-part-of-speech tables with their direct morphy give, for every alphabetic word
+    (every lemma, every exception-list word, the sample site's words, inflected forms of all of them,
+    words no rule or list knows), what nltk's ``_morphy`` over the former dict a lemma gave."""
+    former = _FormerPackagedWordNet(text.WORDMAP)
+    packaged = text.PackagedWordNet(text.WORDMAP)
+    words = _vocabulary(former)
+    words += [w + s for w in words[::7] for s in ("ies", "ves", "men", "ches", "shes", "xes", "zes", "ses")]
+    words += ["s", "es", "ed", "ing", "ies", "men", "qzxv", "automobiles", "comics", "Geese", "CHILDREN"]
+    assert len(words) > 200_000
+    differ = [w for w in words if _mapped(former.first_lemma_names(w), w) != _mapped(packaged.first_lemma_names(w), w)]
+    assert differ == [], differ[:20]
+    normalizer = text.Normalizer()
+    assert [w for w in words if normalizer.map_word(w) != (_mapped(former.first_lemma_names(w), w)
+                                                            if w.isalpha() else w)] == []
+
+
 def test_packaged_word_map_is_small_and_used_by_default():
     assert text.WORDMAP.stat().st_size < 2_000_000
     normalizer = text.Normalizer()
