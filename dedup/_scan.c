@@ -18,10 +18,11 @@
  *   rule; the page's one <article> when it has exactly one); line breaks are U+2029;
  *   the listing reader's teasers (dedup.extract.teasers), each as (text, block text).
  *
- * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers) with
- * headings [(level, text)], bold [text], anchors [(href, label)] (non-empty labels only), lines the
- * raw line text or None when main is false, teasers [(text, block_text)]. None when the input holds
- * a lone surrogate (lxml refuses such a str: the caller takes its usual path).
+ * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes)
+ * with headings [(level, text)], bold [text], anchors [(href, label)] (non-empty labels only), lines
+ * the raw line text or None when main is false, teasers [(text, block_text)], nodes the number of
+ * elements and text nodes (0: lxml finds no document in it either). None when the input holds a lone
+ * surrogate (lxml refuses such a str: the caller takes its usual path).
  *
  * Bounded: every read is checked against the input's length; the tree is at most 256 elements
  * deep, so the recursive walks are too; memory grows with the input (a few times its size).
@@ -471,7 +472,6 @@ static Py_ssize_t char_ref(const Py_UCS4 *src, Py_ssize_t i, Py_ssize_t end, int
         if (j < end && src[j] == ';') j++;
         if (v == 0 || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) v = 0xFFFD;
         else if (v >= 0x80 && v <= 0x9F) v = CP1252[v - 0x80];
-        if (!attr && ((v < 0x20 && v != '\t' && v != '\n' && v != '\f') || v == 0x7F)) return j; /* dropped */
         if (ub_put(out, v) < 0) *err = 1;
         return j;
     }
@@ -503,8 +503,7 @@ static Py_ssize_t char_ref(const Py_UCS4 *src, Py_ssize_t i, Py_ssize_t end, int
     return j + flen;
 }
 
-/* characters of text src[a:b] into out: references decoded (when refs), NUL as U+FFFD, controls
- * dropped from text (as libxml2 drops them), kept in attribute values */
+/* characters of text src[a:b] into out: references decoded (when refs), NUL as U+FFFD */
 static int decode(const Py_UCS4 *src, Py_ssize_t a, Py_ssize_t b, int refs, int attr, UBuf *out) {
     if (ub_grow(out, b - a) < 0) return -1;
     int err = 0;
@@ -517,7 +516,6 @@ static int decode(const Py_UCS4 *src, Py_ssize_t a, Py_ssize_t b, int refs, int 
             if (j > i) { i = j; continue; }
         }
         if (c == 0) c = 0xFFFD;
-        else if (!attr && ((c < 0x20 && !is_ws(c)) || (c >= 0x7F && c <= 0x9F))) { i++; continue; }
         if (ub_put(out, c) < 0) return -1;
         i++;
     }
@@ -1220,8 +1218,8 @@ static PyObject *fields_and_text(S *s, int want_main) {
         teas = PyList_New(0);
         if (!teas) goto done;
     }
-    result = Py_BuildValue("(OOOOOOiOO)", title, keywords, description, headings, bold, anchors, anchor_count,
-                           lines, teas);
+    result = Py_BuildValue("(OOOOOOiOOi)", title, keywords, description, headings, bold, anchors, anchor_count,
+                           lines, teas, s->nn);
 done:
     Py_XDECREF(title);
     Py_XDECREF(keywords);
