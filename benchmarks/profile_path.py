@@ -10,6 +10,10 @@ figures are of the real path: the run stops if the two differ. One pass, as a cr
 ``bench_throughput.py``) goes: the word cache starts cold. Then ``--warm N`` passes of the steps after
 extraction over the same pages, each into a new empty index with the word cache kept (as in a long
 crawl), give the after-extraction figures of issue 14 item 3 on their own.
+
+``--extractor native``: the steps of the native extractor instead (decoding, the C scan that gives the
+fields, the main-content lines and the teasers, the anchors' hosts, the prose and heading lines, the listing
+reader, lxml's parse and trafilatura when too little prose is left, the navigation check, sentences).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import asdict
+from functools import cache
 from pathlib import Path
 
 import common
@@ -28,6 +33,8 @@ def main(argv=None) -> int:
     common.goldset_arg(p)
     p.add_argument("--limit", type=int, default=None, help="pages (default: all; --quick: 40)")
     p.add_argument("--warm", type=int, default=3, help="warm passes after extraction (default 3)")
+    p.add_argument("--extractor", choices=("resiliparse", "native"), default="resiliparse",
+                   help="whose steps are timed (default resiliparse, today's default)")
     args = p.parse_args(argv)
     if common.goldset_missing(args.goldset):
         print(common.goldset_missing(args.goldset))
@@ -60,9 +67,51 @@ def main(argv=None) -> int:
     def slow_extract(text, tree, heads, links):
         return ex.main_text(text, tree, headings=heads, links=links)
 
+    def native_steps(html, url):
+        """parse_page(extractor="native"), step by step."""
+        text, encoding = timed("decode", decode_html, html, None)
+        page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
+        scanned = timed("native scan (C: fields, lines, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS)
+        (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
+         lines, teasers, _) = scanned
+        own = pg._host(url)
+        for href, label in anchors:
+            (page.anchors_same if pg._href_host(href.strip(), own) == own else page.anchors_other).append(label)
+        heads = {h for _, h in page.headings}
+        tree = cache(lambda: ex.lxml_tree(text))
+        prose = timed("prose and heading lines", ex._prose, lines, heads)
+        listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
+                        lambda: [b for _, b in teasers], "native")
+        if listing is not None:
+            main, method = listing
+        elif ex.too_little(prose):
+            main, method = timed("lxml parse + trafilatura fallback", ex.native_text, text, lines, teasers, tree, heads)
+        else:
+            main, method = prose, "native"
+        others = (("trafilatura", lambda: ex.trafilatura_text(text, tree())),) if method == "native" else ()
+        page.text, page.extraction = timed("navigation check", checked_text, main, method,
+                                           page.anchors_same + page.anchors_other, tree, others)
+        page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
+        page.sentences = timed("sentences (punkt)", split_sentences, page.text)
+        return page
+
+    def _decide(page):
+        terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
+        features = timed("fingerprints (keys, shingles, simhash, MRC)", fz.fingerprint, page, terms)
+        verdict = timed("check (search + verification)", dedup.check, page, features)
+        if verdict.status not in dedup.config.drop:
+            timed("insert", dedup.add, page, features, verdict)
+
     parsed = []
     try:
         for _, url, html in pages:
+            if args.extractor == "native":
+                page = native_steps(html, url)
+                if asdict(page) != asdict(pg.parse_page(html, url, extractor="native")):
+                    raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
+                parsed.append(page)
+                _decide(page)
+                continue
             text, encoding = timed("decode", decode_html, html, None)
             page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
             tree = timed("lxml parse", ex.lxml_tree, text)
@@ -86,11 +135,7 @@ def main(argv=None) -> int:
             if asdict(page) != asdict(pg.parse_page(html, url)):
                 raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
             parsed.append(page)
-            terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
-            features = timed("fingerprints (keys, shingles, simhash, MRC)", fz.fingerprint, page, terms)
-            verdict = timed("check (search + verification)", dedup.check, page, features)
-            if verdict.status not in dedup.config.drop:
-                timed("insert", dedup.add, page, features, verdict)
+            _decide(page)
     finally:
         index.close()
         shutil.rmtree(tmp, ignore_errors=True)

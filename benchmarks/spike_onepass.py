@@ -75,9 +75,14 @@ _BOILER = re.compile(r"(?:^|\s)(?:" + "|".join(_BOILER_WORDS) + r")(?:$|\s)"
 #: "article__content-well url-breadcrumb"); <article> and <main> are never boilerplate by class
 _KEEP = re.compile(r"wrap|content|article|story|main|body|post|entry", re.IGNORECASE)
 _KEEP_TAGS = frozenset(("article", "main", "body"))
+MIN_PROSE_WORDS = 20  # dedup.extract.MIN_WORDS
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
-#: the line break and link marks of the walk's text, and the row-of-links share: the native extractor's now
-from dedup.extract import _A0, _A1, _LINE, LINK_SHARE  # noqa: E402,F401
+_LINE = "\u2029"  # a line break the walk inserts (source newlines inside a paragraph are only blanks)
+#: where a link's text begins and ends in the walk's text (private-use characters)
+_A0, _A1 = "\ue000", "\ue001"
+#: a prose-length line (20 words or more) with at least this share of its characters in links is a row of
+#: links (a site footer's "Advertising | Privacy Policy | ...", related headlines run together), not prose
+LINK_SHARE = 0.5
 
 
 def _boilerplate(el, depth: int) -> bool:
@@ -157,11 +162,20 @@ def lxml_lines(tree) -> str:
 
 
 def _text_lines(raw: str) -> str:
-    """The lines of ``raw`` (split at _LINE), blanks folded, link marks removed, rows of links left out: the
-    native extractor's rule now (dedup.extract.native_lines)."""
-    from dedup.extract import native_lines
-
-    return native_lines(raw)
+    """The lines of ``raw`` (split at _LINE), blanks folded, link marks removed, rows of links left out."""
+    lines = []
+    for line in raw.split(_LINE):
+        line = " ".join(line.split())
+        if _A0 in line:
+            plain = line.replace(_A0, "").replace(_A1, "")
+            if plain.count(" ") >= MIN_PROSE_WORDS - 1:
+                linked = sum(len(part.partition(_A1)[0]) for part in line.split(_A0)[1:])
+                if linked >= LINK_SHARE * len(plain):
+                    continue
+            line = " ".join(plain.split())
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _one_article(tree):

@@ -509,6 +509,14 @@ static int decode(const Py_UCS4 *src, Py_ssize_t a, Py_ssize_t b, int refs, int 
     int err = 0;
     Py_ssize_t i = a;
     while (i < b) {
+        Py_ssize_t j = i; /* a run of plain characters, copied at once */
+        while (j < b && src[j] != '&' && src[j] != 0) j++;
+        if (j > i) {
+            memcpy(out->p + out->n, src + i, (size_t)(j - i) * sizeof(Py_UCS4));
+            out->n += j - i;
+            i = j;
+            if (i >= b) break;
+        }
         Py_UCS4 c = src[i];
         if (c == '&' && refs) {
             Py_ssize_t j = char_ref(src, i, b, attr, out, &err);
@@ -960,6 +968,57 @@ static int walk(S *s, int el, UBuf *out, int depth, int link, int skip_text) {
     return 0;
 }
 
+/* MIN_WORDS and LINK_SHARE of dedup.extract: a line of at least LINE_WORDS words with at least half its
+ * characters in links is a row of links, left out */
+#define LINE_WORDS 20
+
+/* the lines of the walk's text raw[0:n] into out, one a line ("\n" between), blanks folded, link marks
+ * removed, rows of links left out (spike_onepass._text_lines) */
+static int text_lines(const Py_UCS4 *raw, Py_ssize_t n, UBuf *out) {
+    Py_ssize_t k = 0;
+    if (ub_grow(out, n + 1) < 0) return -1; /* a line never grows: folding and removing only shorten it */
+    while (k <= n) {
+        Py_ssize_t e = k;
+        while (e < n && raw[e] != LINE) e++;
+        /* the folded line with its marks: words (marks stick to them) joined by one blank */
+        Py_ssize_t start = out->n, plain = 0, spaces = 0, linked = 0;
+        int marks = 0, pending = 0, started = 0, in_link = 0;
+        for (Py_ssize_t j = k; j < e; j++) {
+            Py_UCS4 c = raw[j];
+            if (is_space(c)) { pending = 1; continue; }
+            if (pending && started) { out->p[out->n++] = ' '; plain++; spaces++; if (in_link) linked++; }
+            pending = 0;
+            started = 1;
+            out->p[out->n++] = c;
+            if (c == A0) { marks = 1; in_link = 1; }
+            else if (c == A1) in_link = 0;
+            else { plain++; if (in_link) linked++; }
+        }
+        if (marks) {
+            if (spaces >= LINE_WORDS - 1 && 2 * linked >= plain) {
+                out->n = start; /* a row of links */
+            } else { /* the marks removed, blanks folded again */
+                Py_ssize_t w = start;
+                int pend = 0, st = 0;
+                for (Py_ssize_t j = start; j < out->n; j++) {
+                    Py_UCS4 c = out->p[j];
+                    if (c == A0 || c == A1) continue;
+                    if (c == ' ') { pend = 1; continue; }
+                    if (pend && st) out->p[w++] = ' ';
+                    pend = 0;
+                    st = 1;
+                    out->p[w++] = c;
+                }
+                out->n = w;
+            }
+        }
+        if (out->n > start) out->p[out->n++] = '\n';
+        k = e + 1;
+    }
+    if (out->n) out->n--; /* no "\n" after the last line */
+    return 0;
+}
+
 static PyObject *main_lines(S *s, UBuf *out) {
     out->n = 0;
     if (!s->nn) return ustr(NULL, 0);
@@ -972,7 +1031,10 @@ static PyObject *main_lines(S *s, UBuf *out) {
             if (s->nodes[c].tag == T_BODY) { root = c; break; }
     if (root < 0) root = 0;
     if (walk(s, root, out, 0, 0, s->nodes[root].tag == T_HTML) < 0) return NULL;
-    return ustr(out->p, out->n);
+    UBuf lines = {0};
+    PyObject *r = text_lines(out->p, out->n, &lines) < 0 ? NULL : ustr(lines.p, lines.n);
+    PyMem_Free(lines.p);
+    return r;
 }
 
 /* teasers (dedup.extract.teasers) ------------------------------------------------------------------ */
@@ -997,10 +1059,11 @@ static inline int is_heading(int tag) { return tag >= T_H1 && tag <= T_H6; }
 typedef struct { unsigned char *text, *before, *after; } Marks;
 
 static int marks(S *s, Marks *m) {
-    m->text = PyMem_Calloc((size_t)s->nn, 3);
+    m->text = PyMem_Calloc((size_t)s->nn, 5);
     if (!m->text) { PyErr_NoMemory(); return -1; }
     m->before = m->text + s->nn;
     m->after = m->before + s->nn;
+    unsigned char *seen = m->after + s->nn, *seen_back = seen + s->nn; /* per parent, so far */
     for (int k = s->nn - 1; k >= 0; k--) {
         Node *x = &s->nodes[k];
         if (x->tag < 0) {
@@ -1009,33 +1072,19 @@ static int marks(S *s, Marks *m) {
         }
         if (m->text[k] && x->parent >= 0) m->text[x->parent] = 1;
     }
-    /* before/after: element siblings only (lxml's itersiblings) */
+    /* element siblings only (lxml's itersiblings): a parent's children come in index order */
     for (int k = 0; k < s->nn; k++) {
-        if (s->nodes[k].tag < 0) continue;
-        int seen = 0;
-        for (int c = s->nodes[k].first; c >= 0; c = s->nodes[c].next) {
-            if (s->nodes[c].tag < 0) continue;
-            m->before[c] = (unsigned char)seen;
-            if (m->text[c]) seen = 1;
-        }
+        int p = s->nodes[k].parent;
+        if (s->nodes[k].tag < 0 || p < 0) continue;
+        m->before[k] = seen[p];
+        seen[p] |= m->text[k];
     }
-    /* after: a reverse pass over each parent's children needs prev links; use a stack of children */
-    int *kids = NULL, cap = 0;
-    for (int k = 0; k < s->nn; k++) {
-        if (s->nodes[k].tag < 0) continue;
-        int nk = 0;
-        for (int c = s->nodes[k].first; c >= 0; c = s->nodes[c].next) {
-            if (s->nodes[c].tag < 0) continue;
-            if (grow_array((void **)&kids, &cap, nk, sizeof(int)) < 0) { PyMem_Free(kids); return -1; }
-            kids[nk++] = c;
-        }
-        int seen = 0;
-        for (int j = nk - 1; j >= 0; j--) {
-            m->after[kids[j]] = (unsigned char)seen;
-            if (m->text[kids[j]]) seen = 1;
-        }
+    for (int k = s->nn - 1; k >= 0; k--) {
+        int p = s->nodes[k].parent;
+        if (s->nodes[k].tag < 0 || p < 0) continue;
+        m->after[k] = seen_back[p];
+        seen_back[p] |= m->text[k];
     }
-    PyMem_Free(kids);
     return 0;
 }
 
@@ -1240,16 +1289,16 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     int want_main = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|p:scan", kw, &html, &want_main)) return NULL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(html);
-    int kind = PyUnicode_KIND(html);
-    if (kind != PyUnicode_1BYTE_KIND) {
-        const void *data = PyUnicode_DATA(html);
-        for (Py_ssize_t k = 0; k < n; k++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, k);
-            if (c >= 0xD800 && c <= 0xDFFF) Py_RETURN_NONE; /* a lone surrogate: lxml refuses the str */
-        }
-    }
     Py_UCS4 *buf = PyUnicode_AsUCS4Copy(html);
     if (!buf) return NULL;
+    if (PyUnicode_KIND(html) != PyUnicode_1BYTE_KIND) {
+        int surrogate = 0;
+        for (Py_ssize_t k = 0; k < n; k++) surrogate |= (buf[k] & 0xFFFFF800u) == 0xD800u;
+        if (surrogate) { /* a lone surrogate: lxml refuses the str */
+            PyMem_Free(buf);
+            Py_RETURN_NONE;
+        }
+    }
     S s;
     memset(&s, 0, sizeof(s));
     s.s = buf;

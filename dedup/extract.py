@@ -29,7 +29,7 @@ from typing import Callable, Collection
 import lxml.etree
 import lxml.html
 
-__all__ = ["main_text", "native_text", "native_lines", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
+__all__ = ["main_text", "native_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
            "check_extractor", "teasers", "title_links", "element_text"]
 
 logger = logging.getLogger(__name__)
@@ -302,47 +302,24 @@ def _teaser_listing(prose: str, texts: list[str], block_texts: Callable[[], list
 
 
 # -- the native extractor: dedup._scan's main-content lines ------------------------------------------------
-#: where the scanner breaks a line (source newlines inside a paragraph are only blanks), and where a link's
-#: text begins and ends (private-use characters)
-_LINE, _A0, _A1 = "\u2029", "\ue000", "\ue001"
-#: a prose-length line (MIN_WORDS words or more) with at least this share of its characters in links is a row
-#: of links (a site footer's "Advertising | Privacy Policy | ...", related headlines run together), not prose
-LINK_SHARE = 0.5
-
-
-def native_lines(raw: str) -> str:
-    """The lines of the scanner's main-content text ``raw`` (split at _LINE), blanks folded, link marks
-    removed, rows of links left out. The rules of the scan itself (dedup/_scan.c, ``walk``), measured in
-    docs/performance.md ("One parse: a spike"): block tags break lines; script, style, form controls,
-    ``nav``, a ``footer`` or ``aside`` fewer than three levels below the root, hidden elements, ARIA roles
-    of navigation and class or id tokens of boilerplate are left out, and so are blocks inside a link; the
-    root is the page's one ``<article>`` when it has exactly one, else ``<body>``."""
-    lines = []
-    for line in raw.split(_LINE):
-        line = " ".join(line.split())
-        if _A0 in line:
-            plain = line.replace(_A0, "").replace(_A1, "")
-            if plain.count(" ") >= MIN_WORDS - 1:
-                linked = sum(len(part.partition(_A1)[0]) for part in line.split(_A0)[1:])
-                if linked >= LINK_SHARE * len(plain):
-                    continue
-            line = " ".join(plain.split())
-        if line:
-            lines.append(line)
-    return "\n".join(lines)
-
-
 def native_text(html: str, lines: str | None, items: list[tuple[str, str]],
                 tree: Callable[[], lxml.html.HtmlElement | None], headings: Collection[str] = ()) -> tuple[str, str]:
-    """:func:`main_text` from the scanner's output: ``lines`` (its raw main-content text, None when it
-    was not asked for: a page of more than MAX_TAGS tags, which trafilatura reads) and ``items`` (the
+    """:func:`main_text` from the scanner's output: ``lines`` (its main-content lines, None when they
+    were not asked for: a page of more than MAX_TAGS tags, which trafilatura reads) and ``items`` (the
     teasers, ``(text, block text)`` each). ``tree()`` parses the page with lxml, for trafilatura: only
     called when it has to decide (too little prose). The method is ``native`` where today's is
-    ``resiliparse``."""
+    ``resiliparse``.
+
+    The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; measured in docs/performance.md, "One
+    parse: a spike"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
+    ``footer`` or ``aside`` fewer than three levels below the root, hidden elements, ARIA roles of
+    navigation and class or id tokens of boilerplate are left out, and so are blocks inside a link and
+    rows of links (a line of MIN_WORDS words or more, half its characters in links); the root is the
+    page's one ``<article>`` when it has exactly one, else ``<body>``."""
     if lines is None:
         text = trafilatura_text(html, tree())
         return text, "trafilatura" if text else "none"
-    text = _prose(native_lines(lines), headings)
+    text = _prose(lines, headings)
     listing = _teaser_listing(text, [t for t, _ in items], lambda: [b for _, b in items], "native")
     if listing is not None:
         return listing
