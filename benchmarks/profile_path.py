@@ -71,12 +71,14 @@ def main(argv=None) -> int:
         """parse_page(extractor="native"), step by step."""
         text, encoding = timed("decode", decode_html, html, None)
         page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
-        scanned = timed("native scan (C: fields, lines, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS)
+        own = pg._host(url)
+        scanned = timed("native scan (C: fields, lines, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS,
+                        own)
         (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
          lines, teasers, _) = scanned
-        own = pg._host(url)
-        for href, label in anchors:
-            (page.anchors_same if pg._href_host(href.strip(), own) == own else page.anchors_other).append(label)
+        for href, label, same in anchors:
+            same = pg._href_host(href.strip(), own) == own if same is None else same
+            (page.anchors_same if same else page.anchors_other).append(label)
         heads = {h for _, h in page.headings}
         tree = cache(lambda: ex.lxml_tree(text))
         prose = timed("prose and heading lines", ex._prose, lines, heads)

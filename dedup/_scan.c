@@ -1,6 +1,6 @@
 /* dedup._scan: one pass over a page's HTML, in C (issue 14 item 5).
  *
- * scan(html: str, main: bool = True) -> tuple | None
+ * scan(html: str, main: bool = True, own: str | None = None) -> tuple | None
  *
  * Tokenizes the HTML (tags, attributes, comments, doctype, raw text of script/style, RCDATA of
  * title/textarea, numeric and HTML5 named character references) and builds the element tree as
@@ -19,7 +19,9 @@
  *   the listing reader's teasers (dedup.extract.teasers), each as (text, block text).
  *
  * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes)
- * with headings [(level, text)], bold [text], anchors [(href, label)] (non-empty labels only), lines
+ * with headings [(level, text)], bold [text], anchors [(href, label, same)] (non-empty labels only; same:
+ * the href's host is `own`, the page's host, as dedup.page._href_host reads it, None when own is not
+ * given or Python must read that href), lines
  * the raw line text or None when main is false, teasers [(text, block_text)], nodes the number of
  * elements and text nodes (0: lxml finds no document in it either). None when the input holds a lone
  * surrogate (lxml refuses such a str: the caller takes its usual path).
@@ -1184,7 +1186,53 @@ static int append_new(PyObject *list, PyObject *item) {
     return r;
 }
 
-static PyObject *fields_and_text(S *s, int want_main) {
+/* dedup.page._href_host(href.strip(), own) == own for the href value v[0:len] (own: the page's host, as
+ * _host gives it): 1 or 0, or -1 when Python must decide (a non-ASCII character where the host is read, or
+ * an absolute URL _HOST's pattern does not match: urlsplit decides) */
+static int same_host(const Py_UCS4 *v, Py_ssize_t len, const Py_UCS4 *own, Py_ssize_t olen) {
+    Py_ssize_t a = 0, b = len;
+    while (a < b && is_space(v[a])) a++; /* str.strip() */
+    while (b > a && is_space(v[b - 1])) b--;
+    int slashes = 0;
+    for (Py_ssize_t k = a; k + 1 < b && k + 1 < a + 8; k++)
+        if (v[k] == '/' && v[k + 1] == '/') { slashes = 1; break; }
+    if (!slashes) return 1; /* relative: the page's own host */
+    for (Py_ssize_t k = a; k < b; k++)
+        if (v[k] > 0x7F) return -1;
+    /* (?:[a-z][a-z0-9+.\-]*:)?//(?:[^/?#@]*@)?(\[[^\]]*\]|[^/?#:]*), any case */
+    Py_ssize_t p = a;
+    if (b - p >= 2 && v[p] == '/' && v[p + 1] == '/') {
+        p += 2;
+    } else {
+        if (p >= b || !is_alpha(v[p])) return -1;
+        Py_ssize_t j = p + 1;
+        while (j < b && (is_alnum(v[j]) || v[j] == '+' || v[j] == '.' || v[j] == '-')) j++;
+        if (j + 2 >= b || v[j] != ':' || v[j + 1] != '/' || v[j + 2] != '/') return -1;
+        p = j + 3;
+    }
+    Py_ssize_t j = p;
+    while (j < b && v[j] != '/' && v[j] != '?' && v[j] != '#' && v[j] != '@') j++;
+    if (j < b && v[j] == '@') p = j + 1;
+    Py_ssize_t h0 = p, h1 = p;
+    if (p < b && v[p] == '[') {
+        Py_ssize_t k = p + 1;
+        while (k < b && v[k] != ']') k++;
+        if (k < b) h1 = k + 1;
+    }
+    if (h1 == h0) {
+        while (h1 < b && v[h1] != '/' && v[h1] != '?' && v[h1] != '#' && v[h1] != ':') h1++;
+    }
+    while (h0 < h1 && (v[h0] == '[' || v[h0] == ']')) h0++; /* .strip("[]") */
+    while (h1 > h0 && (v[h1 - 1] == '[' || v[h1 - 1] == ']')) h1--;
+    if (h1 - h0 >= 4 && lower(v[h0]) == 'w' && lower(v[h0 + 1]) == 'w' && lower(v[h0 + 2]) == 'w' && v[h0 + 3] == '.')
+        h0 += 4;
+    if (h1 - h0 != olen) return 0;
+    for (Py_ssize_t k = 0; k < olen; k++)
+        if (lower(v[h0 + k]) != own[k]) return 0;
+    return 1;
+}
+
+static PyObject *fields_and_text(S *s, int want_main, const Py_UCS4 *own, Py_ssize_t olen) {
     PyObject *title = NULL, *keywords = NULL, *description = NULL, *headings = NULL, *bold = NULL,
              *anchors = NULL, *lines = NULL, *teas = NULL, *result = NULL;
     UBuf scratch = {0};
@@ -1209,11 +1257,13 @@ static PyObject *fields_and_text(S *s, int want_main) {
                     if (grow_array((void **)&links, &lcap, nlinks, sizeof(int)) < 0) { Py_DECREF(label); goto done; }
                     links[nlinks++] = k;
                 }
+                int same = own ? same_host(s->text.p + href->vs, href->vl, own, olen) : -1;
                 PyObject *h = attr_str(s, href);
-                PyObject *pair = h ? PyTuple_Pack(2, h, label) : NULL;
+                PyObject *flag = same < 0 ? Py_None : same ? Py_True : Py_False;
+                PyObject *row = h ? PyTuple_Pack(3, h, label, flag) : NULL;
                 Py_XDECREF(h);
                 Py_DECREF(label);
-                if (append_new(anchors, pair) < 0) goto done;
+                if (append_new(anchors, row) < 0) goto done;
             } else {
                 Py_DECREF(label);
             }
@@ -1284,18 +1334,27 @@ done:
 }
 
 static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"html", "main", NULL};
-    PyObject *html;
+    static char *kw[] = {"html", "main", "own", NULL};
+    PyObject *html, *own_host = NULL;
     int want_main = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|p:scan", kw, &html, &want_main)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|pU:scan", kw, &html, &want_main, &own_host)) return NULL;
+    Py_UCS4 *own = NULL;
+    Py_ssize_t olen = 0;
+    if (own_host) {
+        olen = PyUnicode_GET_LENGTH(own_host);
+        for (Py_ssize_t k = 0; k < olen; k++)
+            if (PyUnicode_READ_CHAR(own_host, k) > 0x7F) { own_host = NULL; break; } /* Python compares */
+    }
+    if (own_host && !(own = PyUnicode_AsUCS4Copy(own_host))) return NULL;
     Py_ssize_t n = PyUnicode_GET_LENGTH(html);
     Py_UCS4 *buf = PyUnicode_AsUCS4Copy(html);
-    if (!buf) return NULL;
+    if (!buf) { PyMem_Free(own); return NULL; }
     if (PyUnicode_KIND(html) != PyUnicode_1BYTE_KIND) {
         int surrogate = 0;
         for (Py_ssize_t k = 0; k < n; k++) surrogate |= (buf[k] & 0xFFFFF800u) == 0xD800u;
         if (surrogate) { /* a lone surrogate: lxml refuses the str */
             PyMem_Free(buf);
+            PyMem_Free(own);
             Py_RETURN_NONE;
         }
     }
@@ -1305,15 +1364,16 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     s.n = n;
     PyObject *result = NULL;
     if (init_names(&s) == 0 && ub_grow(&s.text, n / 2 + 16) == 0 && build(&s) == 0)
-        result = fields_and_text(&s, want_main);
+        result = fields_and_text(&s, want_main, own, olen);
     s_free(&s);
     PyMem_Free(buf);
+    PyMem_Free(own);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
-     "scan(html, main=True): the tagged fields, the main-content lines and the teasers of a page, in one pass."},
+     "scan(html, main=True, own=None): the tagged fields, the main-content lines and the teasers of a page, in one pass."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._scan", NULL, -1, methods};

@@ -141,7 +141,7 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
         page.extraction = "empty"
         return page
     if extractor == "native":
-        scanned = _scan(text)
+        scanned = _scan(text, _host(url))
         if scanned is not None:
             return _native_page(text, page, scanned, max_text_chars)
         extractor = "resiliparse"  # the scanner failed on this page: today's path decides it
@@ -167,13 +167,14 @@ def _finish(page: Page, max_text_chars: int | None) -> Page:
     return page
 
 
-def _scan(text: str) -> tuple | None:
-    """The C scanner's reading of ``text`` (dedup/_scan.c), or None when it cannot read it (a lone
-    surrogate, the module not built, any error): the caller then takes lxml's path."""
+def _scan(text: str, own: str) -> tuple | None:
+    """The C scanner's reading of ``text`` (dedup/_scan.c; ``own``: the page's host, :func:`_host`), or
+    None when it cannot read it (a lone surrogate, the module not built, any error): the caller then takes
+    lxml's path."""
     if _c_scan is None:
         return None
     try:
-        return _c_scan(text, text.count("<") <= MAX_TAGS)
+        return _c_scan(text, text.count("<") <= MAX_TAGS, own)
     except Exception:  # whatever goes wrong (memory), lxml's path still reads the page
         logger.warning("the native scanner failed; lxml reads the page", exc_info=True)
         return None
@@ -188,8 +189,10 @@ def _native_page(text: str, page: Page, scanned: tuple, max_text_chars: int | No
         page.extraction = "unparseable"
         return page
     own = _host(page.url)
-    for href, label in anchors:
-        (page.anchors_same if _href_host(href.strip(), own) == own else page.anchors_other).append(label)
+    for href, label, same in anchors:  # same: the scanner read the href's host, None where it left it to us
+        if same is None:
+            same = _href_host(href.strip(), own) == own
+        (page.anchors_same if same else page.anchors_other).append(label)
     page.text, page.extraction = checked_native_text(text, lines, teasers, page.anchors_same + page.anchors_other,
                                                      {h for _, h in page.headings})
     return _finish(page, max_text_chars)

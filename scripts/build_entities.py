@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build dedup/_entities.h: HTML5's named character references for the scanner (dedup/_scan.c).
 
-    python scripts/build_entities.py [OUT]
+    python scripts/build_entities.py [--out PATH]
 
 From Python's ``html.entities.html5`` (the WHATWG table: 2,231 names, 106 of them also without the
 semicolon, as legacy documents wrote them). One row a name, sorted by its bytes, so that the scanner
@@ -10,7 +10,7 @@ tests/test_scan.py checks the committed header against this output.
 """
 from __future__ import annotations
 
-import sys
+import argparse
 from html.entities import html5
 from pathlib import Path
 
@@ -40,12 +40,14 @@ def header() -> str:
     ])
 
 
-def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else ROOT / "dedup" / "_entities.h"
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "dedup" / "_entities.h"), help="the header (default dedup/_entities.h)")
+    out = Path(ap.parse_args(argv).out)
     out.write_text(header(), encoding="ascii")
     print(f"{out}: {len(html5)} names")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

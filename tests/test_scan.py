@@ -40,11 +40,13 @@ URL = "http://example.org/a/page.html"
 
 def scanned_fields(html: str) -> tuple:
     """The fields of dedup.page.Page from the scan, anchors sorted to own/other host as parse_page does."""
-    title, keywords, description, headings, bold, anchors, count, *_ = scan(html)
-    page = pg.Page(url=URL)
     own = pg._host(URL)
-    for href, label in anchors:
-        (page.anchors_same if pg._href_host(href.strip(), own) == own else page.anchors_other).append(label)
+    title, keywords, description, headings, bold, anchors, count, *_ = scan(html, True, own)
+    page = pg.Page(url=URL)
+    for href, label, same in anchors:
+        host_same = pg._href_host(href.strip(), own) == own
+        assert same is None or same == host_same, href  # the scanner reads the host as _href_host does
+        (page.anchors_same if host_same else page.anchors_other).append(label)
     return (title, keywords, description, headings, bold, page.anchors_same, page.anchors_other, count)
 
 
@@ -206,3 +208,21 @@ def test_garbled_html_always_returns(parts):
 def test_random_bytes_decoded_always_return(data):
     html = data.decode("latin-1")
     assert isinstance(scan(html), tuple)
+
+
+HREFS = ["/a", "a/b", "?q", "#x", "", "  ", "//example.org/x", "//www.example.org", "HTTP://WWW.Example.ORG/x",
+         "https://example.org:8080/", "http://user:pw@example.org/", "http://user@evil.org@example.org/",
+         "http://[::1]/", "http://[example.org]/", "http://[example.org", " \t https://example.org \n", "mailto:a@example.org",
+         "javascript://example.org", "http:/example.org", "ex://", "http://", "http://exämple.org", "http://example.org.evil/",
+         "ftp+x.y-z://example.org", "1http://example.org", "/path//example.org", "https://other.net//example.org",
+         "http://www.", "http://wwwexample.org", "\u00a0http://example.org\u2003", "http://example.org?x", "http://example.org#y"]
+
+
+@pytest.mark.parametrize("own", ["example.org", "eval.invalid", "exämple.org"])
+def test_the_scanner_reads_an_anchors_host_as_href_host_does(own):
+    html = "".join(f"<a href='{h}'>label {i}</a>" for i, h in enumerate(HREFS))
+    anchors = scan(html, True, own)[5]
+    assert [a[0] for a in anchors] == HREFS
+    for href, _, same in anchors:
+        assert same is None or same == (pg._href_host(href.strip(), own) == own), href
+    assert sum(same is not None for *_, same in anchors) >= (len(HREFS) - 5 if own.isascii() else 0)
