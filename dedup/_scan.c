@@ -421,7 +421,12 @@ static int text_node(S *s, Py_ssize_t ts, Py_ssize_t tl) {
             if (r < 0) return r == -2 ? 0 : -1;
         }
     }
-    int k = new_node(s, -1, top(s));
+    int parent = top(s), last = parent >= 0 ? s->nodes[parent].last : -1;
+    if (last >= 0 && s->nodes[last].tag < 0 && s->nodes[last].ts + s->nodes[last].tl == ts) {
+        s->nodes[last].tl += tl; /* text, a comment, text: one text node, as in lxml's tree */
+        return 0;
+    }
+    int k = new_node(s, -1, parent);
     if (k < 0) return -1;
     s->nodes[k].ts = ts;
     s->nodes[k].tl = tl;

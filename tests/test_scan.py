@@ -120,6 +120,9 @@ EDGES = {
     "a row of links": "<body><p>" + " ".join(f"<a href=/{i}>link number {i}</a>" for i in range(12)) + "</p></body>",
     "teasers": "<body><ul>" + "".join(f"<li><a href=/{i}>story number {i} title</a><p>snippet {i}</p></li>"
                                       for i in range(4)) + "</ul></body>",
+    "teasers and comments": "<body><ul>" + "".join(f"<li> <!--c--> <a href=/{i}>story number {i} title</a><!--c-->"
+                                                   f" <!--d--> {i}<!--e--> more</li>" for i in range(4)) + "</ul>"
+                            "<div><!--x--> <!--y-->lead<a href=/z>not a teaser here</a></div></body>",
     "one article": "<body><p>outside</p><article><h1>t</h1><p>inside text</p></article></body>",
     "empty": "",
     "markup only": "<!-- c --><!DOCTYPE html></p>",
