@@ -49,7 +49,7 @@ enum {
     T_OBJECT, T_EMBED, T_SVG, T_MAP, T_XMP, T_NOEMBED, T_NOFRAMES, T_PLAINTEXT, T_BASE, T_LINK,
     T_AREA, T_BASEFONT, T_COL, T_FRAME, T_ISINDEX, T_PARAM, T_IMG, T_BIG, T_I, T_S, T_SMALL,
     T_STRIKE, T_TT, T_U, T_FONT, T_SPAN, T_DIR, T_MENU, T_LEGEND, T_COLGROUP, T_OPTGROUP,
-    T_FRAMESET, T_KNOWN
+    T_FRAMESET, T_ABBR, T_BDO, T_CITE, T_CODE, T_DFN, T_KBD, T_Q, T_SAMP, T_SUB, T_SUP, T_VAR, T_EM, T_LISTING, T_KNOWN
 };
 static const char *TAG_NAMES[T_KNOWN] = {
     "html", "head", "body", "title", "meta", "a", "b", "strong", "h1", "h2", "h3", "h4", "h5", "h6",
@@ -60,11 +60,11 @@ static const char *TAG_NAMES[T_KNOWN] = {
     "object", "embed", "svg", "map", "xmp", "noembed", "noframes", "plaintext", "base", "link",
     "area", "basefont", "col", "frame", "isindex", "param", "img", "big", "i", "s", "small",
     "strike", "tt", "u", "font", "span", "dir", "menu", "legend", "colgroup", "optgroup",
-    "frameset"};
+    "frameset", "abbr", "bdo", "cite", "code", "dfn", "kbd", "q", "samp", "sub", "sup", "var", "em", "listing"};
 
 enum {
     F_VOID = 1, F_RAW = 2, F_RCDATA = 4, F_BLOCK = 8, F_SKIP = 16, F_PAGE = 32, F_XBLOCK = 64,
-    F_KEEP = 128, F_HEADOK = 256, F_HEADIMPLY = 512, F_PLAIN = 1024
+    F_KEEP = 128, F_HEADIMPLY = 256, F_PLAIN = 512
 };
 static unsigned int FLAGS[T_KNOWN];
 static int PRIORITY[T_KNOWN];
@@ -101,7 +101,6 @@ static void init_tables(void) {
                                   T_TABLE, T_BLOCKQUOTE, T_FIGURE, T_FIGCAPTION, T_ADDRESS, T_ASIDE, T_NAV,
                                   T_MAIN, T_PRE, T_HR};
     static const int keeps[] = {T_ARTICLE, T_MAIN, T_BODY};
-    static const int headok[] = {T_TITLE, T_META, T_LINK, T_STYLE, T_SCRIPT, T_BASE, T_NOSCRIPT};
     static const int headimply[] = {T_TITLE, T_META, T_LINK, T_STYLE, T_SCRIPT, T_BASE};
     set_flags(F_VOID, voids, N(voids));
     set_flags(F_RAW, raws, N(raws));
@@ -112,7 +111,6 @@ static void init_tables(void) {
     set_flags(F_PAGE, pages, N(pages));
     set_flags(F_XBLOCK, xblocks, N(xblocks));
     set_flags(F_KEEP, keeps, N(keeps));
-    set_flags(F_HEADOK, headok, N(headok));
     set_flags(F_HEADIMPLY, headimply, N(headimply));
     for (int k = 0; k < T_KNOWN; k++) PRIORITY[k] = 100;
     PRIORITY[T_DIV] = 150;
@@ -144,8 +142,16 @@ static void init_tables(void) {
     { static const int n[] = {T_TR}; static const int t[] = {T_CAPTION, T_COLGROUP, T_P, T_TD, T_TH, T_TR}; set_closes(n, 1, t, N(t)); }
     { static const int n[] = {T_OPTGROUP, T_OPTION}; static const int t[] = {T_OPTION}; set_closes(n, 2, t, 1); }
     { static const int n[] = {T_ADDRESS, T_MENU, T_PRE}; static const int t[] = {T_P, T_UL}; set_closes(n, 3, t, 2); }
-    { static const int n[] = {T_BLOCKQUOTE, T_CAPTION, T_DIR, T_DIV, T_FRAMESET, T_HR, T_TITLE, T_OL}; static const int t[] = {T_P}; set_closes(n, N(n), t, 1); }
+    { static const int n[] = {T_BLOCKQUOTE, T_CAPTION, T_DIR, T_DIV, T_FRAMESET, T_HR, T_TITLE, T_OL, T_HEAD, T_BODY, T_XMP, T_LISTING}; static const int t[] = {T_P}; set_closes(n, N(n), t, 1); }
     { static const int t[] = {T_P}; set_closes(hs, 6, t, 1); }
+    /* an open <head> is closed by these (HTML 4's body elements); anything else, HTML5's sections and
+     * unknown tags included, goes into it */
+    { static const int n[] = {T_A, T_ABBR, T_ADDRESS, T_B, T_BDO, T_BIG, T_BLOCKQUOTE, T_BODY, T_BR, T_CENTER, T_CITE,
+                              T_CODE, T_DD, T_DFN, T_DIR, T_DIV, T_DL, T_DT, T_EM, T_FIELDSET, T_FONT, T_FORM,
+                              T_FRAMESET, T_H1, T_H2, T_H3, T_H4, T_H5, T_H6, T_HR, T_I, T_IFRAME, T_IMG, T_KBD, T_LI,
+                              T_MAP, T_MENU, T_OL, T_P, T_PRE, T_Q, T_S, T_SAMP, T_SMALL, T_SPAN, T_STRIKE, T_STRONG,
+                              T_SUB, T_SUP, T_TABLE, T_TT, T_U, T_UL, T_VAR, T_XMP};
+      static const int t[] = {T_HEAD}; set_closes(n, N(n), t, 1); }
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -213,6 +219,7 @@ typedef struct {
     int stack[MAX_DEPTH + 1];
     int sp;
     int stopped, head_seen, body_seen;
+    int misplaced; /* html, head and body start tags dropped so far, less the end tags they dropped */
 } S;
 
 static void s_free(S *s) {
@@ -368,28 +375,27 @@ static int implied(S *s, int tag) {
 /* a start tag; returns the element's node, -3 when it was ignored, -2 stop, -1 error */
 static int start_tag(S *s, int tag, int a0, int an) {
     if (tag == T_HTML) {
-        if (s->sp) return -3;
+        if (s->sp) { s->misplaced++; return -3; }
         return push(s, T_HTML, a0, an);
     }
-    if (tag == T_HEAD && (s->head_seen || s->body_seen)) return -3;
-    if (tag == T_BODY && on_stack(s, T_BODY)) return -3;
     while (s->sp) {
         int t = top_tag(s);
-        if (t == T_HEAD) {
-            if (tflags(tag) & F_HEADOK) break;
-            pop(s);
-            continue;
-        }
         if (tag < T_KNOWN && t >= 0 && t < T_KNOWN && CLOSES[tag][t]) { pop(s); continue; }
         break;
     }
     int r = implied(s, tag);
     if (r < 0) return r;
+    /* a misplaced <head> or a second <body> is dropped, and so is the next </html>, </body> or </head> */
+    if ((tag == T_HEAD && s->sp != 1) || (tag == T_BODY && on_stack(s, T_BODY))) { s->misplaced++; return -3; }
     return push(s, tag, a0, an);
 }
 
 /* an end tag: closes up to the nearest open element of its name, unless a stronger one is open above it */
 static int end_tag(S *s, int tag) {
+    if ((tag == T_HTML || tag == T_BODY || tag == T_HEAD) && s->misplaced > 0) {
+        s->misplaced--;
+        return 0;
+    }
     int k;
     for (k = s->sp - 1; k >= 0; k--)
         if (s->nodes[s->stack[k]].tag == tag) break;
