@@ -12,8 +12,8 @@ extraction over the same pages, each into a new empty index with the word cache 
 crawl), give the after-extraction figures of issue 14 item 3 on their own.
 
 ``--extractor native``: the steps of the native extractor instead (decoding, the C scan that gives the
-fields, the main-content lines and the teasers, the anchors' hosts, the prose and heading lines, the listing
-reader, lxml's parse and trafilatura when too little prose is left, the navigation check, sentences).
+fields, the anchors' hosts, the main-content lines, the prose and heading lines and the teasers, then the
+listing reader, lxml's parse and trafilatura when too little prose is left, the navigation check, sentences).
 """
 from __future__ import annotations
 
@@ -72,22 +72,20 @@ def main(argv=None) -> int:
         text, encoding = timed("decode", decode_html, html, None)
         page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
         own = pg._host(url)
-        scanned = timed("native scan (C: fields, lines, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS,
+        scanned = timed("native scan (C: fields, lines, prose, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS,
                         own)
         (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
-         lines, teasers, _) = scanned
+         _, teasers, _, prose) = scanned
         for href, label, same in anchors:
             same = pg._href_host(href.strip(), own) == own if same is None else same
             (page.anchors_same if same else page.anchors_other).append(label)
-        heads = {h for _, h in page.headings}
         tree = cache(lambda: ex.lxml_tree(text))
-        prose = timed("prose and heading lines", ex._prose, lines, heads)
         listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
                         lambda: [b for _, b in teasers], "native")
         if listing is not None:
             main, method = listing
         elif ex.too_little(prose):
-            main, method = timed("lxml parse + trafilatura fallback", ex.native_text, text, lines, teasers, tree, heads)
+            main, method = timed("lxml parse + trafilatura fallback", ex.native_text, text, prose, teasers, tree)
         else:
             main, method = prose, "native"
         others = (("trafilatura", lambda: ex.trafilatura_text(text, tree())),) if method == "native" else ()

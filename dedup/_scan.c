@@ -13,17 +13,18 @@
  *
  *   the tagged fields of dedup.page._fields (title, meta keywords/description, h1-h6, b/strong,
  *   anchors with an href and the anchor count), texts with blanks folded as dedup.page._clean;
- *   the main-content lines of dedup.extract's native walk (block tags break lines; boilerplate
- *   elements skipped; blocks inside a link left out; link marks U+E000/U+E001 for the row-of-links
- *   rule; the page's one <article> when it has exactly one); line breaks are U+2029;
+ *   the main-content lines of the native extractor (benchmarks/spike_onepass.py's "lxml" walk: block
+ *   tags break lines; boilerplate elements skipped; blocks inside a link and rows of links left out;
+ *   the page's one <article> when it has exactly one), and the prose lines dedup.extract._prose keeps;
  *   the listing reader's teasers (dedup.extract.teasers), each as (text, block text).
  *
- * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes)
+ * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes, prose)
  * with headings [(level, text)], bold [text], anchors [(href, label, same)] (non-empty labels only; same:
  * the href's host is `own`, the page's host, as dedup.page._href_host reads it, None when own is not
- * given or Python must read that href), lines
- * the raw line text or None when main is false, teasers [(text, block_text)], nodes the number of
- * elements and text nodes (0: lxml finds no document in it either). None when the input holds a lone
+ * given or Python must read that href), lines the main-content lines ("\n" between) or None when main
+ * is false, teasers [(text, block_text)], nodes the number of
+ * elements and text nodes (0: lxml finds no document in it either), prose the lines dedup.extract._prose
+ * keeps of lines (with the page's headings; None with lines). None when the input holds a lone
  * surrogate (lxml refuses such a str: the caller takes its usual path).
  *
  * Bounded: every read is checked against the input's length; the tree is at most 256 elements
@@ -604,13 +605,22 @@ static Py_ssize_t raw_end(S *s, Py_ssize_t i, int tag) {
     return n;
 }
 
+static int eq_ci(const Py_UCS4 *p, Py_ssize_t len, const char *w);
+
+/* the known attribute p[0:len] names (any case), or -1: most attributes are told apart by their length */
 static int attr_id(const Py_UCS4 *p, Py_ssize_t len) {
-    for (int a = 0; a < A_KNOWN; a++) {
-        const char *nm = ATTR_NAMES[a];
-        Py_ssize_t k = 0;
-        while (k < len && nm[k] && lower(p[k]) == (Py_UCS4)(unsigned char)nm[k]) k++;
-        if (k == len && !nm[k]) return a;
+    int a = -1, b = -1;
+    switch (len) {
+    case 2: a = A_ID; break;
+    case 4: a = A_HREF; b = lower(p[0]) == 'n' ? A_NAME : A_ROLE; break;
+    case 5: a = A_CLASS; b = A_STYLE; break;
+    case 6: a = A_HIDDEN; break;
+    case 7: a = A_CONTENT; break;
+    case 11: a = A_ARIA_HIDDEN; break;
+    default: return -1;
     }
+    if (eq_ci(p, len, ATTR_NAMES[a])) return a;
+    if (b >= 0 && eq_ci(p, len, ATTR_NAMES[b])) return b;
     return -1;
 }
 
@@ -1032,9 +1042,10 @@ static int text_lines(const Py_UCS4 *raw, Py_ssize_t n, UBuf *out) {
     return 0;
 }
 
-static PyObject *main_lines(S *s, UBuf *out) {
+/* the main-content lines into lines (out: the walk's raw text) */
+static int main_lines(S *s, UBuf *out, UBuf *lines) {
     out->n = 0;
-    if (!s->nn) return ustr(NULL, 0);
+    if (!s->nn) return 0;
     int article = -1, articles = 0;
     for (int k = 0; k < s->nn && articles < 2; k++)
         if (s->nodes[k].tag == T_ARTICLE) { article = k; articles++; }
@@ -1043,11 +1054,101 @@ static PyObject *main_lines(S *s, UBuf *out) {
         for (int c = s->nodes[0].first; c >= 0; c = s->nodes[c].next)
             if (s->nodes[c].tag == T_BODY) { root = c; break; }
     if (root < 0) root = 0;
-    if (walk(s, root, out, 0, 0, s->nodes[root].tag == T_HTML) < 0) return NULL;
-    UBuf lines = {0};
-    PyObject *r = text_lines(out->p, out->n, &lines) < 0 ? NULL : ustr(lines.p, lines.n);
-    PyMem_Free(lines.p);
-    return r;
+    if (walk(s, root, out, 0, 0, s->nodes[root].tag == T_HTML) < 0) return -1;
+    return text_lines(out->p, out->n, lines);
+}
+
+/* dedup.extract._legal: \u00a9|\(c\) ?(?:19|20)\d\d|\ball rights reserved\b|\bmay not be (?:re)?published\b
+ * with IGNORECASE (under which i also matches U+0130 and U+0131, s U+017F, k U+212A) */
+static inline int ci(Py_UCS4 c, char w) {
+    if (lower(c) == (Py_UCS4)(unsigned char)w) return 1;
+    return (w == 'i' && (c == 0x130 || c == 0x131)) || (w == 's' && c == 0x17F) || (w == 'k' && c == 0x212A);
+}
+static inline int is_word(Py_UCS4 c) { return c == '_' || Py_UNICODE_ISALNUM(c); }
+
+/* the end of w matched at p[i:] (any case), or -1 */
+static Py_ssize_t match_ci(const Py_UCS4 *p, Py_ssize_t len, Py_ssize_t i, const char *w) {
+    for (; *w; w++, i++)
+        if (i >= len || !ci(p[i], *w)) return -1;
+    return i;
+}
+
+static int legal(const Py_UCS4 *p, Py_ssize_t len) {
+    for (Py_ssize_t i = 0; i < len; i++) {
+        Py_UCS4 c = p[i];
+        if (c == 0xA9) return 1;
+        Py_ssize_t j;
+        if (c == '(' && (j = match_ci(p, len, i, "(c)")) >= 0) {
+            if (j < len && p[j] == ' ') j++;
+            if (j + 3 < len && ((p[j] == '1' && p[j + 1] == '9') || (p[j] == '2' && p[j + 1] == '0')) &&
+                Py_UNICODE_ISDECIMAL(p[j + 2]) && Py_UNICODE_ISDECIMAL(p[j + 3]))
+                return 1;
+        }
+        int a = ci(c, 'a'), m = !a && ci(c, 'm');
+        if (!a && !m) continue;
+        if (i > 0 && is_word(p[i - 1])) continue; /* \b before "all" and "may" */
+        if (a && (j = match_ci(p, len, i, "all rights reserved")) >= 0 && (j == len || !is_word(p[j]))) return 1;
+        if (m && (j = match_ci(p, len, i, "may not be ")) >= 0) {
+            Py_ssize_t r = match_ci(p, len, j, "republished");
+            if (r >= 0 && (r == len || !is_word(p[r]))) return 1;
+            r = match_ci(p, len, j, "published");
+            if (r >= 0 && (r == len || !is_word(p[r]))) return 1;
+        }
+    }
+    return 0;
+}
+
+/* a line of at least MIN_WORDS words (dedup.extract._is_prose: MIN_WORDS - 1 blanks) */
+static int is_prose(const Py_UCS4 *p, Py_ssize_t len) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = 0; k < len; k++)
+        if (p[k] == ' ' && ++n >= LINE_WORDS - 1) return 1;
+    return 0;
+}
+
+#define HEADING_REACH 3 /* dedup.extract.HEADING_REACH */
+
+/* dedup.extract._prose of lines[0:n] ("\n" between lines): the prose lines without a legal notice, and
+ * the heading lines (heads: the page's heading texts, the k-th at hspan[2k], its length hspan[2k + 1]) that
+ * prose follows within
+ * HEADING_REACH lines */
+static int prose_lines(const Py_UCS4 *lines, Py_ssize_t n, const UBuf *heads, const Py_ssize_t *hspan, int nheads,
+                       UBuf *out) {
+    if (ub_grow(out, n + 1) < 0) return -1;
+    Py_ssize_t k = 0;
+    int first = 1;
+    while (k <= n && n > 0) {
+        Py_ssize_t e = k;
+        while (e < n && lines[e] != '\n') e++;
+        const Py_UCS4 *p = lines + k;
+        Py_ssize_t len = e - k;
+        int keep = 0;
+        if (is_prose(p, len)) {
+            keep = !legal(p, len);
+        } else {
+            int heading = 0;
+            for (int h = 0; h < nheads && !heading; h++)
+                heading = hspan[2 * h + 1] == len &&
+                          memcmp(heads->p + hspan[2 * h], p, (size_t)len * sizeof(Py_UCS4)) == 0;
+            if (heading) { /* prose within the next HEADING_REACH lines */
+                Py_ssize_t q = e;
+                for (int r = 0; r < HEADING_REACH && q < n && !keep; r++) {
+                    Py_ssize_t q0 = q + 1, q1 = q0;
+                    while (q1 < n && lines[q1] != '\n') q1++;
+                    keep = is_prose(lines + q0, q1 - q0);
+                    q = q1;
+                }
+            }
+        }
+        if (keep) {
+            if (!first) out->p[out->n++] = '\n';
+            memcpy(out->p + out->n, p, (size_t)len * sizeof(Py_UCS4));
+            out->n += len;
+            first = 0;
+        }
+        k = e + 1;
+    }
+    return 0;
 }
 
 /* teasers (dedup.extract.teasers) ------------------------------------------------------------------ */
@@ -1246,8 +1347,10 @@ static int same_host(const Py_UCS4 *v, Py_ssize_t len, const Py_UCS4 *own, Py_ss
 static PyObject *fields_and_text(S *s, int want_main, const Py_UCS4 *own, Py_ssize_t olen) {
     PyObject *title = NULL, *keywords = NULL, *description = NULL, *headings = NULL, *bold = NULL,
              *anchors = NULL, *lines = NULL, *teas = NULL, *result = NULL;
-    UBuf scratch = {0};
-    int *links = NULL, nlinks = 0, lcap = 0, anchor_count = 0, have_title = 0;
+    UBuf scratch = {0}, heads = {0}, lines_buf = {0}, prose_buf = {0};
+    Py_ssize_t *hspan = NULL;
+    PyObject *prose = NULL;
+    int *links = NULL, nlinks = 0, lcap = 0, anchor_count = 0, have_title = 0, nheads = 0, hcap = 0;
     headings = PyList_New(0);
     bold = PyList_New(0);
     anchors = PyList_New(0);
@@ -1310,6 +1413,14 @@ static PyObject *fields_and_text(S *s, int want_main, const Py_UCS4 *own, Py_ssi
             PyObject *t = folded_text(s, k, &scratch);
             if (!t) goto done;
             if (PyUnicode_GET_LENGTH(t)) {
+                /* its text kept for the prose filter too (scratch still holds it) */
+                if (grow_array((void **)&hspan, &hcap, nheads, 2 * sizeof(Py_ssize_t)) < 0 ||
+                    ub_grow(&heads, scratch.n) < 0) { Py_DECREF(t); goto done; }
+                hspan[2 * nheads] = heads.n;
+                hspan[2 * nheads + 1] = scratch.n;
+                memcpy(heads.p + heads.n, scratch.p, (size_t)scratch.n * sizeof(Py_UCS4));
+                heads.n += scratch.n;
+                nheads++;
                 PyObject *pair = Py_BuildValue("(iN)", tag - T_H1 + 1, t);
                 if (append_new(headings, pair) < 0) goto done;
             } else {
@@ -1319,17 +1430,20 @@ static PyObject *fields_and_text(S *s, int want_main, const Py_UCS4 *own, Py_ssi
     }
     if (!title && !(title = PyUnicode_New(0, 0))) goto done;
     if (want_main) {
-        lines = main_lines(s, &scratch);
-        if (!lines) goto done;
+        if (main_lines(s, &scratch, &lines_buf) < 0 || !(lines = ustr(lines_buf.p, lines_buf.n))) goto done;
+        if (prose_lines(lines_buf.p, lines_buf.n, &heads, hspan, nheads, &prose_buf) < 0 ||
+            !(prose = ustr(prose_buf.p, prose_buf.n)))
+            goto done;
         teas = teasers(s, links, nlinks, &scratch);
         if (!teas) goto done;
     } else {
         lines = Py_NewRef(Py_None);
+        prose = Py_NewRef(Py_None);
         teas = PyList_New(0);
         if (!teas) goto done;
     }
-    result = Py_BuildValue("(OOOOOOiOOi)", title, keywords, description, headings, bold, anchors, anchor_count,
-                           lines, teas, s->nn);
+    result = Py_BuildValue("(OOOOOOiOOiO)", title, keywords, description, headings, bold, anchors, anchor_count,
+                           lines, teas, s->nn, prose);
 done:
     Py_XDECREF(title);
     Py_XDECREF(keywords);
@@ -1339,7 +1453,12 @@ done:
     Py_XDECREF(anchors);
     Py_XDECREF(lines);
     Py_XDECREF(teas);
+    Py_XDECREF(prose);
     PyMem_Free(scratch.p);
+    PyMem_Free(heads.p);
+    PyMem_Free(lines_buf.p);
+    PyMem_Free(prose_buf.p);
+    PyMem_Free(hspan);
     PyMem_Free(links);
     return result;
 }

@@ -302,13 +302,13 @@ def _teaser_listing(prose: str, texts: list[str], block_texts: Callable[[], list
 
 
 # -- the native extractor: dedup._scan's main-content lines ------------------------------------------------
-def native_text(html: str, lines: str | None, items: list[tuple[str, str]],
-                tree: Callable[[], lxml.html.HtmlElement | None], headings: Collection[str] = ()) -> tuple[str, str]:
-    """:func:`main_text` from the scanner's output: ``lines`` (its main-content lines, None when they
-    were not asked for: a page of more than MAX_TAGS tags, which trafilatura reads) and ``items`` (the
-    teasers, ``(text, block text)`` each). ``tree()`` parses the page with lxml, for trafilatura: only
-    called when it has to decide (too little prose). The method is ``native`` where today's is
-    ``resiliparse``.
+def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
+                tree: Callable[[], lxml.html.HtmlElement | None]) -> tuple[str, str]:
+    """:func:`main_text` from the scanner's output: ``prose`` (what :func:`_prose` keeps of its
+    main-content lines with the page's headings, None when they were not asked for: a page of more than
+    MAX_TAGS tags, which trafilatura reads) and ``items`` (the teasers, ``(text, block text)`` each).
+    ``tree()`` parses the page with lxml, for trafilatura: only called when it has to decide (too little
+    prose). The method is ``native`` where today's is ``resiliparse``.
 
     The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; measured in docs/performance.md, "One
     parse: a spike"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
@@ -316,10 +316,10 @@ def native_text(html: str, lines: str | None, items: list[tuple[str, str]],
     navigation and class or id tokens of boilerplate are left out, and so are blocks inside a link and
     rows of links (a line of MIN_WORDS words or more, half its characters in links); the root is the
     page's one ``<article>`` when it has exactly one, else ``<body>``."""
-    if lines is None:
+    if prose is None:
         text = trafilatura_text(html, tree())
         return text, "trafilatura" if text else "none"
-    text = _prose(lines, headings)
+    text = prose
     listing = _teaser_listing(text, [t for t, _ in items], lambda: [b for _, b in items], "native")
     if listing is not None:
         return listing

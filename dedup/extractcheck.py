@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any, Callable, Collection, Iterable
+from typing import Any, Callable, Iterable
 
 import lxml.html
 
@@ -138,13 +138,13 @@ def checked_main_text(html: str, tree: lxml.html.HtmlElement | None, anchors: li
     return checked_text(text, method, anchors, tree, others)
 
 
-def checked_native_text(html: str, lines: str | None, teasers: list[tuple[str, str]], anchors: list[str],
-                        headings: Collection[str]) -> tuple[str, str]:
-    """:func:`dedup.extract.native_text` from the scanner's ``lines`` and ``teasers``, then
+def checked_native_text(html: str, prose: str | None, teasers: list[tuple[str, str]],
+                        anchors: list[str]) -> tuple[str, str]:
+    """:func:`dedup.extract.native_text` from the scanner's ``prose`` and ``teasers``, then
     :func:`checked_text` with trafilatura as the first fallback of a ``native`` text. lxml parses the
     page (once) only when trafilatura or the densest block has to read it."""
     tree = cache(lambda: lxml_tree(html))
-    text, method = native_text(html, lines, teasers, tree, headings)
+    text, method = native_text(html, prose, teasers, tree)
     others: tuple[tuple[str, Callable[[], str]], ...] = ()
     if method == "native":
         others = (("trafilatura", lambda: trafilatura_text(html, tree())),)

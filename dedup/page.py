@@ -184,7 +184,7 @@ def _native_page(text: str, page: Page, scanned: tuple, max_text_chars: int | No
     """``page`` from the scanner's fields and main-content lines (extractor ``native``); lxml parses the
     page only when trafilatura has to decide (dedup.extractcheck.checked_native_text)."""
     (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
-     lines, teasers, nodes) = scanned
+     _, teasers, nodes, prose) = scanned
     if not nodes:  # nothing but comments, a doctype or stray end tags: lxml finds no document either
         page.extraction = "unparseable"
         return page
@@ -193,8 +193,7 @@ def _native_page(text: str, page: Page, scanned: tuple, max_text_chars: int | No
         if same is None:
             same = _href_host(href.strip(), own) == own
         (page.anchors_same if same else page.anchors_other).append(label)
-    page.text, page.extraction = checked_native_text(text, lines, teasers, page.anchors_same + page.anchors_other,
-                                                     {h for _, h in page.headings})
+    page.text, page.extraction = checked_native_text(text, prose, teasers, page.anchors_same + page.anchors_other)
     return _finish(page, max_text_chars)
 
 

@@ -66,12 +66,13 @@ def assert_as_lxml(html: str) -> None:
     result = scan(html)
     assert result is not None
     if tree is None:
-        assert result[-1] == 0  # no node: lxml finds no document either
+        assert result[9] == 0  # no node: lxml finds no document either
         return
     assert scanned_fields(html) == lxml_fields(html)
     page = pg.Page(url=URL)
     links = pg._fields(tree, page)
     assert result[7] == SPIKE.lxml_lines(tree)
+    assert result[10] == ex._prose(result[7], {h for _, h in page.headings})
     assert result[8] == [(" ".join(ex.element_text(el).split()), ex._block_text(el)) for el in ex.teasers(tree, links)]
 
 
@@ -207,7 +208,7 @@ def test_garbled_html_always_returns(parts):
     if any(0xD800 <= ord(c) <= 0xDFFF for c in html):
         assert result is None
         return
-    assert isinstance(result, tuple) and len(result) == 10
+    assert isinstance(result, tuple) and len(result) == 11
     assert isinstance(result[7], str) and isinstance(result[8], list)
 
 
@@ -252,3 +253,23 @@ def test_tag_soup_reads_as_lxml_reads_it(parts):
     """Misnested, unclosed and misplaced tags (derandomized: the same documents every run; 25,000 such
     documents from a wider alphabet matched lxml on 2026-11-27)."""
     assert_as_lxml("".join(parts))
+
+
+LEGAL = ["\u00a9 2007 Example", "(c) 2007", "(C)1999", "(c) 20\u0661\u0662", "(c) 2o07", "(c)  2007", "All Rights Reserved.",
+         "all rights reservedness", "_all rights reserved", "xall rights reserved", "ALL RIGHTS RE\u017fERVED",
+         "may not be published", "may not be republished, broadcast", "may not be published_", "M\u0430y not be published",
+         "May Not Be Publi\u017fhed", "r\u0131ghts", "all r\u0130ghts reserved", "all rights  reserved", "\u2117 2007"]
+
+
+@pytest.mark.parametrize("phrase", LEGAL)
+def test_the_scanners_prose_filter_is_prose_and_legal(phrase):
+    """dedup.extract._prose in C: a 20-word line is prose unless _LEGAL finds a notice in it (Unicode case
+    folding and word boundaries included); a heading is kept over prose within three lines."""
+    filler = " ".join(f"w{i}" for i in range(20))
+    html = (f"<body><h2>Head line</h2><p>short</p><p>{filler} {phrase}</p><h3>{phrase}</h3><p>{filler}</p>"
+            f"<h4>Lone</h4><p>a</p><p>b</p><p>c</p><p>{filler}</p></body>")
+    result = scan(html)
+    heads = {h for _, h in result[3]}
+    assert result[10] == ex._prose(result[7], heads)
+    line = " ".join(f"{filler} {phrase}".split())
+    assert (line in result[10].split("\n")) != bool(ex._LEGAL.search(line))
