@@ -156,6 +156,21 @@ def choose(train: list[dict[str, Any]], extra_neg: list[dict[str, Any]], names: 
     return best[1]
 
 
+def training_rows(gold_dir: Path, neg_dir: Path, mixed: list[dict[str, Any]], train_seeds: list[int],
+                  site_train: bool = True, **kw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(train, extra)``: the goldset-dev + negatives-dev rows of every seed of ``train_seeds`` pooled
+    (``mixed``: those of ``kw["seed"]``, already read), and the same-site seed-2 rows of each of those
+    orders as extra negatives (none unless ``site_train``)."""
+    train: list[dict[str, Any]] = []
+    extra: list[dict[str, Any]] = []
+    for s in train_seeds:
+        tkw = {**kw, "seed": s}
+        train += mixed if s == kw.get("seed") else calib_data.rows("gold+neg", [gold_dir, neg_dir], **tkw)
+        if site_train:
+            extra += calib_data.rows("site2", [calib_data.same_site(2)], **tkw)
+    return train, extra
+
+
 def groups(clusters: list[str]) -> list[list[str]]:
     out, done = [], set()
     for c in sorted(clusters):
@@ -254,12 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], **kw)
     site1 = calib_data.rows("site1", [calib_data.same_site(1)], **kw)
     train_seeds = [int(x) for x in args.train_seeds.split(",") if x.strip()] or [args.seed]
-    train, extra = [], []
-    for s in train_seeds:
-        tkw = {**kw, "seed": s}
-        train += mixed if s == args.seed else calib_data.rows("gold+neg", [gold_dir, neg_dir], **tkw)
-        if args.site_train:
-            extra += calib_data.rows("site2", [calib_data.same_site(2)], **tkw)
+    train, extra = training_rows(gold_dir, neg_dir, mixed, train_seeds, args.site_train, **kw)
 
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
     old = lambda s: s["containment"] >= 0.4  # noqa: E731  the t2 rule this replaces

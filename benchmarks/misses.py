@@ -84,14 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--goldset", default=str(calibrate.DATA / "goldset-dev"))
     ap.add_argument("--negatives", default=str(calibrate.DATA / "negatives-dev"))
     ap.add_argument("--seed", type=int, default=7, help="arrival-order seed (default 7)")
+    ap.add_argument("--train-seeds", default=",".join(map(str, calibrate.DEFAULT_TRAIN_SEEDS)),
+                    help="arrival orders whose rows are pooled to fit each fold's model (default: as calibrate.py)")
     ap.add_argument("--low", type=float, default=0.15, help="exact containment below which no text is shared (0.15)")
     args = ap.parse_args(argv)
     gold_dir, neg_dir = Path(args.goldset), Path(args.negatives)
     gold = calib_data.rows("gold", [gold_dir], seed=args.seed)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], seed=args.seed)
-    extra = calib_data.rows("site2", [calib_data.same_site(2)], seed=args.seed)
+    train_seeds = [int(x) for x in args.train_seeds.split(",") if x.strip()] or [args.seed]
+    train, extra = calibrate.training_rows(gold_dir, neg_dir, mixed, train_seeds, seed=args.seed)
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
-    cv = calibrate.cross_validate(mixed, gold, extra, list(calibrate.DEFAULT_FEATURES), 1.0, negatives, negatives)
+    cv = calibrate.cross_validate(mixed, gold, extra, list(calibrate.DEFAULT_FEATURES), 1.0, negatives, negatives,
+                                  train)
     by_path = {r["path"]: r for r in gold}
     missed = [(by_path[path], flag) for path, flag in cv["gold"]["missed"]]
     exact = exact_rows(gold_dir, args.seed)
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cause, what = "decision", f"exact {e['exact']}, sketch {e['sketch']}"
         causes.setdefault(cause, []).append(f"{name} ({what})")
-    print(f"{len(missed)} held-out misses (seed {args.seed}, {cv['folds']} folds)")
+    print(f"{len(missed)} held-out misses (seed {args.seed}, {cv['folds']} folds, fitted on the rows of seeds "
+          f"{','.join(map(str, train_seeds))})")
     for cause, rows in sorted(causes.items(), key=lambda x: -len(x[1])):
         print(f"{cause}: {len(rows)}")
         for row in rows:
