@@ -3,6 +3,8 @@ same goldset-dev pages in the same order, in one run.
 
 * **ours**: ``parse_page`` (charset, one lxml parse, the tagged fields, the default extractor) +
   ``Deduplicator.process`` on the embedded index (``local://`` in a temporary folder), as a crawl;
+* **ours (native)**: the same with ``extractor="native"`` (the C scanner ``dedup._scan`` for the fields and
+  the main-content lines; lxml only when trafilatura decides), into its own index;
 * **resiliparse + datasketch**: resiliparse's own charset detection and decoding, its main-content
   extraction (``extract_plain_text(main_content=True)``), lowercased ``\\w+`` word 5-grams, one
   ``MinHash(num_perm=128)`` (``update_batch``, shared permutations), a ``MinHashLSH(threshold=0.3)``
@@ -11,7 +13,7 @@ same goldset-dev pages in the same order, in one run.
 * **trafilatura + datasketch**: ``trafilatura.extract(html bytes)`` (this project's options), the
   same MinHash and LSH.
 
-Every page goes through the three in one loop, the order rotating page by page, so machine load hits
+Every page goes through the four in one loop, the order rotating page by page, so machine load hits
 all alike. Each pipeline's cost is its CPU time (``time.process_time``) on these 2 shared cores, where
 wall time mostly measures the other tenants; both are reported. F1 is the online metric of
 ``dedup.cli.evaluate``. The goal: ours >= 1.0x the pages per second of resiliparse + datasketch, at higher F1.
@@ -36,6 +38,9 @@ FIGURES = [
     ("t14.rp_ds_f1", "resiliparse + datasketch: Gold-Set F1", "F1"),
     ("t14.tf_ds_f1", "trafilatura + datasketch: Gold-Set F1", "F1"),
     ("t14.f1_margin", "our F1 - resiliparse + datasketch's", "F1"),
+    ("t14.native_pps", "ours (native extractor): HTML -> verdict", "pages/s"),
+    ("t14.native_ratio", "our pages/s with the native extractor / resiliparse + datasketch's", "x"),
+    ("t14.native_f1", "ours (native extractor): Gold-Set F1", "F1"),
 ]
 THRESHOLD = 0.3
 
@@ -111,7 +116,9 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     index = LocalIndex(tmp / "index")
     dedup = Deduplicator(index)
-    names = ("ours", "resiliparse + datasketch", "trafilatura + datasketch")
+    native_index = LocalIndex(tmp / "native")
+    native = Deduplicator(native_index)
+    names = ("ours", "resiliparse + datasketch", "trafilatura + datasketch", "ours (native)")
     peers = {names[1]: MinHashPipeline(resiliparse_text), names[2]: MinHashPipeline(trafilatura_text)}
     cpu = dict.fromkeys(names, 0.0)
     wall = dict.fromkeys(names, 0.0)
@@ -123,6 +130,7 @@ def main(argv=None) -> int:
     # inside the loop by whichever pipeline first meets a page that needs the rescue: ours or
     # trafilatura + datasketch)
     dedup.featurizer(parse_page(pages[0][2], "http://warm.invalid/"))
+    native.featurizer(parse_page(pages[0][2], "http://warm.invalid/", extractor="native"))
     resiliparse_text(pages[0][2])
     trafilatura_text(pages[0][2])
     warm_justext()
@@ -130,23 +138,26 @@ def main(argv=None) -> int:
         for i, (cluster, url, html) in enumerate(pages):
             cluster_of[url] = cluster
             had = cluster in seen
-            for k in range(3):
-                name = names[(i + k) % 3]
+            for k in range(len(names)):
+                name = names[(i + k) % len(names)]
                 c0, w0 = time.process_time(), time.perf_counter()
                 if name == "ours":
                     verdict = dedup.process(parse_page(html, url))
+                elif name == "ours (native)":
+                    verdict = native.process(parse_page(html, url, extractor="native"))
                 else:
                     dup = peers[name](html, url)
                 c1, w1 = time.process_time(), time.perf_counter()
                 cpu[name] += c1 - c0
                 wall[name] += w1 - w0
-                if name != "ours":
+                if name in peers:
                     verdict = Verdict("near_duplicate" if dup else "unique", dup, "minhash_lsh" if dup else "none")
                 best = cluster_of.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
                 outcomes[name].append(Outcome(cluster, url, url, verdict, had, best))
             seen.add(cluster)
     finally:
         index.close()
+        native_index.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
     m = {name: metric(outcomes[name]) for name in names}
@@ -156,7 +167,7 @@ def main(argv=None) -> int:
     res.table("HTML -> verdict on goldset-dev, same pages, same order",
               ["pipeline", "pages/s (CPU)", "ms/page (CPU)", "pages/s (wall)", "precision", "recall", "F1"], rows,
               note=f"{n} pages, seed {args.seed}; LSH threshold {THRESHOLD}, num_perm 128")
-    ours, rp, tf = names
+    ours, rp, tf, nat = names
     note = "CPU time (process_time); wall-clock pages/s in the table"
     res.figure("t14.ours_pps", "ours: HTML -> verdict", pps[ours], "pages/s", note=note, digits=1)
     res.figure("t14.rp_ds_pps", "resiliparse + datasketch MinHashLSH(0.3)", pps[rp], "pages/s", note=note, digits=1)
@@ -170,6 +181,11 @@ def main(argv=None) -> int:
                    note=f"P {m[name]['precision']} R {m[name]['recall']}, {n} pages, seed {args.seed}", digits=4)
     res.figure("t14.f1_margin", "our F1 - resiliparse + datasketch's", m[ours]["f1"] - m[rp]["f1"], "F1",
                goal=(">", 0), digits=4)
+    res.figure("t14.native_pps", "ours (native extractor): HTML -> verdict", pps[nat], "pages/s", note=note, digits=1)
+    res.figure("t14.native_ratio", "our pages/s with the native extractor / resiliparse + datasketch's",
+               pps[nat] / pps[rp], "x", goal=(">=", 1.0), note=f"wall clock: {wall[rp] / wall[nat]:.3f}x")
+    res.figure("t14.native_f1", "ours (native extractor): Gold-Set F1", m[nat]["f1"], "F1",
+               note=f"P {m[nat]['precision']} R {m[nat]['recall']}, {n} pages, seed {args.seed}", digits=4)
     res.finish(args.json)
     return 0
 

@@ -13,6 +13,10 @@ crawl), give the after-extraction figures of issue 14 item 3 on their own. With 
 warm page's HTML is parsed again (untimed) before its steps, as in a crawl, where the extraction runs
 between two pages' checks: what the extraction does to the CPU caches and the allocator, without the
 word cache's first-sight misses (a cold pass pays both).
+
+``--extractor native``: the steps of the native extractor instead (decoding, the C scan that gives the
+fields, the anchors' hosts, the main-content lines, the prose and heading lines and the teasers, then the
+listing reader, lxml's parse and trafilatura when too little prose is left, the navigation check, sentences).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import asdict
+from functools import cache, partial
 from pathlib import Path
 
 import common
@@ -33,6 +38,8 @@ def main(argv=None) -> int:
     p.add_argument("--warm", type=int, default=3, help="warm passes after extraction (default 3)")
     p.add_argument("--warm-parse", action="store_true",
                    help="warm passes parse each page's HTML (untimed) before its steps, as a crawl does")
+    p.add_argument("--extractor", choices=("resiliparse", "native"), default="resiliparse",
+                   help="whose steps are timed (default resiliparse, today's default)")
     args = p.parse_args(argv)
     if common.goldset_missing(args.goldset):
         print(common.goldset_missing(args.goldset))
@@ -65,9 +72,52 @@ def main(argv=None) -> int:
     def slow_extract(text, tree, heads, links):
         return ex.main_text(text, tree, headings=heads, links=links)
 
+    def native_steps(html, url):
+        """parse_page(extractor="native"), step by step."""
+        text, encoding = timed("decode", decode_html, html, None)
+        page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
+        own = pg._host(url)
+        scanned = timed("native scan (C: fields, lines, prose, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS,
+                        own)
+        (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
+         _, teasers, _, prose) = scanned
+        for href, label, same in anchors:
+            same = pg._href_host(href.strip(), own) == own if same is None else same
+            (page.anchors_same if same else page.anchors_other).append(label)
+        tree = cache(lambda: ex.lxml_tree(text))
+        listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
+                        lambda: [b for _, b in teasers], "native")
+        if listing is not None:
+            main, method = listing
+        elif ex.too_little(prose):
+            main, method = timed("lxml parse + trafilatura fallback", ex.native_text, text, prose, teasers, tree)
+        else:
+            main, method = prose, "native"
+        others = (("trafilatura", lambda: ex.trafilatura_text(text, tree())),) if method == "native" else ()
+        page.text, page.extraction = timed("navigation check", checked_text, main, method,
+                                           page.anchors_same + page.anchors_other, tree, others)
+        page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
+        page.sentences = timed("sentences (punkt)", split_sentences, page.text)
+        return page
+
+    def _decide(page):
+        terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
+        features = timed("fingerprints (keys, shingles, simhash, MRC)", fz.fingerprint, page, terms)
+        verdict = timed("check (search + verification)", dedup.check, page, features)
+        if verdict.status not in dedup.config.drop:
+            timed("insert", dedup.add, page, features, verdict)
+
     parsed, htmls = [], []
     try:
         for _, url, html in pages:
+            if args.extractor == "native":
+                page = native_steps(html, url)
+                if asdict(page) != asdict(pg.parse_page(html, url, extractor="native")):
+                    raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
+                parsed.append(page)
+                htmls.append((html, url))
+                _decide(page)
+                continue
             text, encoding = timed("decode", decode_html, html, None)
             page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
             tree = timed("lxml parse", ex.lxml_tree, text)
@@ -92,16 +142,13 @@ def main(argv=None) -> int:
                 raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
             parsed.append(page)
             htmls.append((html, url))
-            terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
-            features = timed("fingerprints (keys, shingles, simhash, MRC)", fz.fingerprint, page, terms)
-            verdict = timed("check (search + verification)", dedup.check, page, features)
-            if verdict.status not in dedup.config.drop:
-                timed("insert", dedup.add, page, features, verdict)
+            _decide(page)
     finally:
         index.close()
         shutil.rmtree(tmp, ignore_errors=True)
     between = htmls if args.warm_parse else None
-    warm = [_warm_pass(parsed, fz, Deduplicator, LocalIndex, between, pg.parse_page) for _ in range(args.warm)]
+    parse = partial(pg.parse_page, extractor=args.extractor)
+    warm = [_warm_pass(parsed, fz, Deduplicator, LocalIndex, between, parse) for _ in range(args.warm)]
     n = len(pages)
     after = ("features", "fingerprints", "check", "insert")
     print(f"{n} pages, seed {args.seed}, CPU ms/page")

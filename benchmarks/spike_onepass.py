@@ -496,18 +496,9 @@ def _sx_listing(prose: str, items: list, blobs: list[str]):
     """dedup.extract._listing with the teasers read before the tree was changed."""
     from dedup import extract as ex
 
-    lines = [line for line in prose.split("\n") if ex._is_prose(line)]
-    if not lines or not items:
-        return None
-    blob = "\n".join(blobs)
-    inside = sum(len(line) for line in lines if " ".join(line.split()) in blob)
-    if inside < ex.LISTING_SHARE * sum(len(line) for line in lines):
-        return None
-    outside = [line for line in prose.split("\n") if " ".join(line.split()) not in blob]
-    if not ex.too_little("\n".join(line for line in outside if ex._is_prose(line))):
-        return "\n".join(outside), "onepass"
     # the teasers' text with a blank between blocks (their inline elements are unwrapped by now)
-    return "\n".join(" ".join(el.text(separator=" ").split()) for el in items), "listing"
+    return ex._teaser_listing(prose, blobs, lambda: [" ".join(el.text(separator=" ").split()) for el in items],
+                              "onepass")
 
 
 BUILDERS = {

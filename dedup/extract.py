@@ -1,8 +1,11 @@
 """Main-text extraction: resiliparse's main-content heuristics (~1 ms a page, the default) with
 trafilatura (~20 ms) as the fallback for pages where they find too little prose, or trafilatura alone.
 
-``extractor``: ``"resiliparse"`` (default), ``"trafilatura"``, or ``"auto"`` (an alias of
-``resiliparse``: the fast extractor, then trafilatura when :func:`too_little` says it failed).
+``extractor``: ``"resiliparse"`` (default), ``"trafilatura"``, ``"auto"`` (an alias of
+``resiliparse``: the fast extractor, then trafilatura when :func:`too_little` says it failed), or
+``"native"``: our own C scanner (``dedup._scan``, ~0.2 ms a page) reads the fields, the main-content
+lines and the teasers in one pass over the HTML, and lxml parses the page only when trafilatura has to
+decide (:func:`native_text`).
 
 Two repairs make the fast extract a page's text rather than a bag of long lines (docs/choices.md,
 "Main-text extraction"):
@@ -21,18 +24,18 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Collection
+from typing import Callable, Collection
 
 import lxml.etree
 import lxml.html
 
-__all__ = ["main_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little", "check_extractor", "teasers",
-           "title_links", "element_text"]
+__all__ = ["main_text", "native_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
+           "check_extractor", "teasers", "title_links", "element_text"]
 
 logger = logging.getLogger(__name__)
 _WS = re.compile(r"[ \t\r\f\v]+")
 
-EXTRACTORS = ("resiliparse", "trafilatura", "auto")
+EXTRACTORS = ("resiliparse", "trafilatura", "auto", "native")
 DEFAULT_EXTRACTOR = "resiliparse"
 
 #: resiliparse keeps more boilerplate than trafilatura (share bars, captions, related links, short
@@ -274,20 +277,57 @@ def _listing(prose: str, tree: lxml.html.HtmlElement | None,
     the teasers, one a line (``listing``), or, when the prose outside them is an article of its own
     (not :func:`too_little`: a story beside a long related-stories list), that prose (``resiliparse``).
     None when the page is not mostly teasers."""
-    lines = [line for line in prose.split("\n") if _is_prose(line)]
-    if not lines:
+    if not any(map(_is_prose, prose.split("\n"))):
         return None
     items = teasers(tree, links)
-    if not items:
+    return _teaser_listing(prose, [" ".join(element_text(el).split()) for el in items],
+                           lambda: [_block_text(el) for el in items], "resiliparse")
+
+
+def _teaser_listing(prose: str, texts: list[str], block_texts: Callable[[], list[str]],
+                    method: str) -> tuple[str, str] | None:
+    """:func:`_listing` given the teasers' ``texts`` (blanks folded) and their :func:`_block_text`;
+    ``method`` names the prose when the page is a story beside a teaser list."""
+    lines = [line for line in prose.split("\n") if _is_prose(line)]
+    if not lines or not texts:
         return None
-    blob = "\n".join(" ".join(element_text(el).split()) for el in items)
+    blob = "\n".join(texts)
     inside = sum(len(line) for line in lines if " ".join(line.split()) in blob)
     if inside < LISTING_SHARE * sum(len(line) for line in lines):
         return None
     outside = [line for line in prose.split("\n") if " ".join(line.split()) not in blob]
     if not too_little("\n".join(line for line in outside if _is_prose(line))):
-        return "\n".join(outside), "resiliparse"
-    return "\n".join(_block_text(el) for el in items), "listing"
+        return "\n".join(outside), method
+    return "\n".join(block_texts()), "listing"
+
+
+# -- the native extractor: dedup._scan's main-content lines ------------------------------------------------
+def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
+                tree: Callable[[], lxml.html.HtmlElement | None]) -> tuple[str, str]:
+    """:func:`main_text` from the scanner's output: ``prose`` (what :func:`_prose` keeps of its
+    main-content lines with the page's headings, None when they were not asked for: a page of more than
+    MAX_TAGS tags, which trafilatura reads) and ``items`` (the teasers, ``(text, block text)`` each).
+    ``tree()`` parses the page with lxml, for trafilatura: only called when it has to decide (too little
+    prose). The method is ``native`` where today's is ``resiliparse``.
+
+    The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; measured in docs/performance.md, "One
+    parse: a spike"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
+    ``footer`` or ``aside`` fewer than three levels below the root, hidden elements, ARIA roles of
+    navigation and class or id tokens of boilerplate are left out, and so are blocks inside a link and
+    rows of links (a line of MIN_WORDS words or more, half its characters in links); the root is the
+    page's one ``<article>`` when it has exactly one, else ``<body>``."""
+    if prose is None:
+        text = trafilatura_text(html, tree())
+        return text, "trafilatura" if text else "none"
+    text = prose
+    listing = _teaser_listing(text, [t for t, _ in items], lambda: [b for _, b in items], "native")
+    if listing is not None:
+        return listing
+    if too_little(text):
+        slow = trafilatura_text(html, tree())
+        if slow and (len(slow) > len(text) or not text):
+            return slow, "trafilatura-fallback"
+    return text, "native" if text else "none"
 
 
 def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,

@@ -14,15 +14,16 @@ Kept apart from :mod:`dedup.extract` (the extractors themselves) so that either 
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any, Callable, Iterable
 
 import lxml.html
 
-from .extract import main_text, trafilatura_text
+from .extract import lxml_tree, main_text, native_text, trafilatura_text
 from .keys import normalise_texts
 
-__all__ = ["navigation_share", "list_share", "densest_block", "checked_text", "checked_main_text", "NAV_SHARE",
-           "MIN_CHARS"]
+__all__ = ["navigation_share", "list_share", "densest_block", "checked_text", "checked_main_text",
+           "checked_native_text", "NAV_SHARE", "MIN_CHARS"]
 
 #: an extract whose characters are at least this share of link labels is navigation. Measured on
 #: goldset-dev + negatives-dev (trafilatura): no page above 0.25; the same-site briefs: 0.9 and up.
@@ -108,18 +109,20 @@ def densest_block(tree: lxml.html.HtmlElement | None) -> str:
     return "\n".join(best)
 
 
-def checked_text(text: str, method: str, anchors: list[str], tree: lxml.html.HtmlElement | None,
+def checked_text(text: str, method: str, anchors: list[str],
+                 tree: lxml.html.HtmlElement | None | Callable[[], lxml.html.HtmlElement | None],
                  others: Iterable[tuple[str, Callable[[], str]]] = ()) -> tuple[str, str]:
     """``(text, method)``: the extract, or a fallback when it is navigation or too little.
 
-    ``others``: ``(name, extract)`` of the alternative extractors to try before the densest block.
-    A fallback replaces navigation when it is not navigation itself; it replaces a short extract
-    when it is longer (and not navigation).
+    ``tree``: the page's lxml tree, which the densest block reads, or a function that parses it (called
+    only when the densest block is tried). ``others``: ``(name, extract)`` of the alternative extractors
+    to try before the densest block. A fallback replaces navigation when it is not navigation itself; it
+    replaces a short extract when it is longer (and not navigation).
     """
     is_nav = bool(text) and navigation_share(text, anchors) >= NAV_SHARE
     if not is_nav and len(text) >= MIN_CHARS:
         return text, method
-    for name, extract in (*others, ("densest", lambda: densest_block(tree))):
+    for name, extract in (*others, ("densest", lambda: densest_block(tree() if callable(tree) else tree))):
         alt = extract()
         if not alt or navigation_share(alt, anchors) >= NAV_SHARE:
             continue
@@ -141,4 +144,17 @@ def checked_main_text(html: str, tree: lxml.html.HtmlElement | None, anchors: li
         others = (("resiliparse", lambda: main_text(html, tree, extractor="resiliparse", **options)[0]),)
     elif method == "resiliparse":
         others = (("trafilatura", lambda: trafilatura_text(html, tree)),)
+    return checked_text(text, method, anchors, tree, others)
+
+
+def checked_native_text(html: str, prose: str | None, teasers: list[tuple[str, str]],
+                        anchors: list[str]) -> tuple[str, str]:
+    """:func:`dedup.extract.native_text` from the scanner's ``prose`` and ``teasers``, then
+    :func:`checked_text` with trafilatura as the first fallback of a ``native`` text. lxml parses the
+    page (once) only when trafilatura or the densest block has to read it."""
+    tree = cache(lambda: lxml_tree(html))
+    text, method = native_text(html, prose, teasers, tree)
+    others: tuple[tuple[str, Callable[[], str]], ...] = ()
+    if method == "native":
+        others = (("trafilatura", lambda: trafilatura_text(html, tree())),)
     return checked_text(text, method, anchors, tree, others)

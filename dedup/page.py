@@ -6,6 +6,7 @@ gives a Page with empty fields and ``extraction`` saying why.
 """
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, unquote
@@ -13,9 +14,14 @@ from urllib.parse import urlsplit, unquote
 import lxml.html
 
 from .encoding import decode_html, looks_binary
-from .extract import DEFAULT_EXTRACTOR, check_extractor, element_text, lxml_tree
-from .extractcheck import checked_main_text, list_share
+from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree
+from .extractcheck import checked_main_text, checked_native_text, list_share
 from .text import split_sentences
+
+try:  # the C scanner of the native extractor, built by the install (setup.py); without it lxml's path reads
+    from ._scan import scan as _c_scan
+except ImportError:  # pragma: no cover - an install that did not compile it
+    _c_scan = None
 
 __all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
 
@@ -25,6 +31,7 @@ __all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_P
 MAX_PAGE_BYTES = 5_000_000
 MAX_TEXT_CHARS = 200_000
 
+logger = logging.getLogger(__name__)
 _URL_SPLIT = re.compile(r"[^\w]+|_", re.UNICODE)
 _URL_NOISE = {"http", "https", "www", "html", "htm", "php", "asp", "aspx", "jsp", "shtml", "index"}
 
@@ -114,6 +121,9 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     The tagged fields come from one lxml tree, which trafilatura reuses when it runs. resiliparse
     parses the text again with its own (lexbor) parser: 0.3 ms, against ~75 us per element to reach
     lexbor's nodes from Python in resiliparse 2.0 (a fields walk over its DOM took 70-300 ms a page).
+    With ``extractor="native"`` our C scanner (dedup/_scan.c) gives the fields, the main-content lines
+    and the teasers in one pass instead, and lxml parses the page only when trafilatura has to decide;
+    when the scanner cannot read a page, lxml's path (with resiliparse) does.
     """
     check_extractor(extractor)
     truncated = {}
@@ -130,6 +140,11 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     if not text.strip():
         page.extraction = "empty"
         return page
+    if extractor == "native":
+        scanned = _scan(text, _host(url))
+        if scanned is not None:
+            return _native_page(text, page, scanned, max_text_chars)
+        extractor = "resiliparse"  # the scanner failed on this page: today's path decides it
     tree = lxml_tree(text)
     if tree is None:
         page.extraction = "unparseable"
@@ -140,11 +155,46 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
                                                    links=links)
     # a page the extractor read as a listing is all teasers (resiliparse's teaser lines carry no "- "
     # marks for list_share to count): the decision's listing signal sees it as trafilatura's would
+    return _finish(page, max_text_chars)
+
+
+def _finish(page: Page, max_text_chars: int | None) -> Page:
+    """The list share, the text limit and the sentences of a page whose main text is known."""
     page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
     if max_text_chars is not None and len(page.text) > max_text_chars:
         return limit_text(page, max_text_chars)
     page.sentences = split_sentences(page.text)
     return page
+
+
+def _scan(text: str, own: str) -> tuple | None:
+    """The C scanner's reading of ``text`` (dedup/_scan.c; ``own``: the page's host, :func:`_host`), or
+    None when it cannot read it (a lone surrogate, the module not built, any error): the caller then takes
+    lxml's path."""
+    if _c_scan is None:
+        return None
+    try:
+        return _c_scan(text, text.count("<") <= MAX_TAGS, own)
+    except Exception:  # whatever goes wrong (memory), lxml's path still reads the page
+        logger.warning("the native scanner failed; lxml reads the page", exc_info=True)
+        return None
+
+
+def _native_page(text: str, page: Page, scanned: tuple, max_text_chars: int | None) -> Page:
+    """``page`` from the scanner's fields and main-content lines (extractor ``native``); lxml parses the
+    page only when trafilatura has to decide (dedup.extractcheck.checked_native_text)."""
+    (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
+     _, teasers, nodes, prose) = scanned
+    if not nodes:  # nothing but comments, a doctype or stray end tags: lxml finds no document either
+        page.extraction = "unparseable"
+        return page
+    own = _host(page.url)
+    for href, label, same in anchors:  # same: the scanner read the href's host, None where it left it to us
+        if same is None:
+            same = _href_host(href.strip(), own) == own
+        (page.anchors_same if same else page.anchors_other).append(label)
+    page.text, page.extraction = checked_native_text(text, prose, teasers, page.anchors_same + page.anchors_other)
+    return _finish(page, max_text_chars)
 
 
 _FIELD_TAGS = ("title", "meta", "h1", "h2", "h3", "h4", "h5", "h6", "b", "strong", "a")

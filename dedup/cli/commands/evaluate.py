@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ...extract import EXTRACTORS
 from . import config_of, config_options, progress, rounded
 
 __all__ = ["register"]
@@ -74,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--sweep", metavar="A:B:STEP", help="also report the metric at these t2 values, e.g. 0.1:0.6:0.05")
     config_options(ev)
     ev.add_argument("--weights", choices=("tdw", "wwt"), help="TDW preset")
-    ev.add_argument("--extractor", choices=("resiliparse", "trafilatura", "auto"),
+    ev.add_argument("--extractor", choices=EXTRACTORS,
                     help="main-text extractor (default: DedupConfig's, as a crawl's DEDUP_EXTRACTOR)")
     ev.add_argument("--show", type=int, default=20, help="false positives / misses listed (default 20)")
     ev.set_defaults(func=cmd_evaluate)
