@@ -1,10 +1,11 @@
 """Issue 14 item 5: the whole path HTML -> verdict, side by side with two datasketch pipelines, on the
 same goldset-dev pages in the same order, in one run.
 
-* **ours**: ``parse_page`` (charset, one lxml parse, the tagged fields, the default extractor) +
+* **ours**: ``parse_page`` (charset, the C scan for the tagged fields and teasers, resiliparse's main text;
+  lxml's parse only when trafilatura runs) +
   ``Deduplicator.process`` on the embedded index (``local://`` in a temporary folder), as a crawl;
-* **ours (native)**: the same with ``extractor="native"`` (the C scanner ``dedup._scan`` for the fields and
-  the main-content lines; lxml only when trafilatura decides), into its own index;
+* **ours (native)**: the same with ``extractor="native"`` (the C scanner ``dedup._scan`` for the main-content
+  lines too), into its own index;
 * **resiliparse + datasketch**: resiliparse's own charset detection and decoding, its main-content
   extraction (``extract_plain_text(main_content=True)``), lowercased ``\\w+`` word 5-grams, one
   ``MinHash(num_perm=128)`` (``update_batch``, shared permutations), a ``MinHashLSH(threshold=0.3)``

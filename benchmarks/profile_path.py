@@ -1,9 +1,9 @@
 """Where the time of HTML -> verdict goes, step by step (issue 14 items 3 and 5), on goldset-dev.
 
 Every page, in the online metric's order, goes through ``parse_page``'s steps one by one (decoding,
-the lxml parse, the tagged fields, resiliparse's main content, the prose and heading lines, the
-listing reader, the trafilatura fallback when the fast extract is too short, the navigation check,
-sentences), then ``Deduplicator.process``'s (features, fingerprints, the check against the embedded
+the C scan that gives the tagged fields, the teasers and the one <article>'s HTML, the anchors' hosts it
+left to Python, resiliparse's main content, the prose and heading lines, the listing reader, lxml's parse
+and the trafilatura fallback when the fast extract is too short, the navigation check, sentences), then ``Deduplicator.process``'s (features, fingerprints, the check against the embedded
 index, the insert), each timed by its CPU time (``time.process_time``; on shared cores wall time
 measures the other tenants). The page the steps make is compared with ``parse_page``'s, so these
 figures are of the real path: the run stops if the two differ. One pass, as a crawl (and
@@ -69,22 +69,30 @@ def main(argv=None) -> int:
         spent[name] += clock() - c
         return out
 
-    def slow_extract(text, tree, heads, links):
-        return ex.main_text(text, tree, headings=heads, links=links)
+    def slow_extract(text, tree, heads, scanned):
+        return ex.main_text(text, tree, headings=heads, scanned=scanned)
 
-    def native_steps(html, url):
-        """parse_page(extractor="native"), step by step."""
+    def hosts(page, anchors, own):
+        for href, label, same in anchors:  # same: None where the scanner left the href's host to Python
+            same = pg._href_host(href.strip(), own) == own if same is None else same
+            (page.anchors_same if same else page.anchors_other).append(label)
+
+    def scanned_page(html, url, native):
+        """The decoding, the C scan and the anchors' hosts of parse_page: (text, page, scan, lazy tree)."""
         text, encoding = timed("decode", decode_html, html, None)
         page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
         own = pg._host(url)
-        scanned = timed("native scan (C: fields, lines, prose, teasers)", pg._c_scan, text, text.count("<") <= ex.MAX_TAGS,
-                        own)
+        step = "native scan (C: fields, lines, prose, teasers)" if native else "C scan (fields, teasers, one <article>)"
+        scanned = timed(step, pg._c_scan, text, text.count("<") <= ex.MAX_TAGS, own, native)
         (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
-         _, teasers, _, prose) = scanned
-        for href, label, same in anchors:
-            same = pg._href_host(href.strip(), own) == own if same is None else same
-            (page.anchors_same if same else page.anchors_other).append(label)
-        tree = cache(lambda: ex.lxml_tree(text))
+         *_) = scanned
+        timed("anchors' hosts (Python)", hosts, page, anchors, own)
+        return text, page, scanned, cache(lambda: ex.lxml_tree(text))
+
+    def native_steps(html, url):
+        """parse_page(extractor="native"), step by step."""
+        text, page, scanned, tree = scanned_page(html, url, True)
+        teasers, prose = scanned[8], scanned[10]
         listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
                         lambda: [b for _, b in teasers], "native")
         if listing is not None:
@@ -118,19 +126,19 @@ def main(argv=None) -> int:
                 htmls.append((html, url))
                 _decide(page)
                 continue
-            text, encoding = timed("decode", decode_html, html, None)
-            page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
-            tree = timed("lxml parse", ex.lxml_tree, text)
-            links = timed("tagged fields", pg._fields, tree, page)
+            text, page, scanned, tree = scanned_page(html, url, False)
+            teasers, article = scanned[8], scanned[11]
             heads = {h for _, h in page.headings}
-            article = ex._article(tree)
-            raw = timed("resiliparse main content", extract_plain_text, article or text, **ex._RESILIPARSE)
+            raw = timed("resiliparse main content", extract_plain_text, (article and article[2]) or text,
+                        **ex._RESILIPARSE)
             prose = timed("prose and heading lines", lambda: ex._prose(ex._lines(raw), heads))
-            listing = timed("listing reader (teasers)", ex._listing, prose, tree, links)
-            if listing is not None:  # the teasers' text, or (text, method) where the reader returns that
-                main, method = listing if isinstance(listing, tuple) else (listing, "listing")
+            listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
+                            lambda: [b for _, b in teasers], "resiliparse")
+            if listing is not None:
+                main, method = listing
             elif ex.too_little(prose):
-                main, method = timed("trafilatura fallback", slow_extract, text, tree, heads, links)
+                main, method = timed("lxml parse + trafilatura fallback", slow_extract, text, tree, heads,
+                                     ((article and article[2]), teasers))
             else:
                 main, method = prose, "resiliparse"
             others = (("trafilatura", lambda: ex.trafilatura_text(text, tree)),) if method == "resiliparse" else ()

@@ -1,6 +1,6 @@
 /* dedup._scan: one pass over a page's HTML, in C (issue 14 item 5).
  *
- * scan(html: str, main: bool = True, own: str | None = None) -> tuple | None
+ * scan(html: str, main: bool = True, own: str | None = None, lines: bool = True) -> tuple | None
  *
  * Tokenizes the HTML (tags, attributes, comments, doctype, raw text of script/style, RCDATA of
  * title/textarea, numeric and HTML5 named character references) and builds the element tree as
@@ -18,13 +18,22 @@
  *   the page's one <article> when it has exactly one), and the prose lines dedup.extract._prose keeps;
  *   the listing reader's teasers (dedup.extract.teasers), each as (text, block text).
  *
- * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes, prose)
+ * scan(html, main, own, lines=False): lines and prose None (the default extractor's reading: resiliparse gives
+ * the main text), the rest as with lines.
+ *
+ * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes, prose,
+ * article)
  * with headings [(level, text)], bold [text], anchors [(href, label, same)] (non-empty labels only; same:
  * the href's host is `own`, the page's host, as dedup.page._href_host reads it, None when own is not
  * given or Python must read that href), lines the main-content lines ("\n" between) or None when main
  * is false, teasers [(text, block_text)], nodes the number of
  * elements and text nodes (0: lxml finds no document in it either), prose the lines dedup.extract._prose
- * keeps of lines (with the page's headings; None with lines). None when the input holds a lone
+ * keeps of lines (with the page's headings; None with lines), article (start, end, html) of the page's one
+ * <article> element when it has exactly one, else None: its source span, from its start tag's '<' to its
+ * end tag's end, or to where the tree builder closes it (the '<' of the tag that closes it, or the input's
+ * end), and html that source with the comments in it left out (as lxml's tree, parsed without comments,
+ * has it: a comment after a <footer> changes what resiliparse keeps of it).
+ * None when the input holds a lone
  * surrogate (lxml refuses such a str: the caller takes its usual path).
  *
  * Bounded: every read is checked against the input's length; the tree is at most 256 elements
@@ -221,6 +230,12 @@ typedef struct {
     int sp;
     int stopped, head_seen, body_seen;
     int misplaced; /* html, head and body start tags dropped so far, less the end tags they dropped */
+    /* the source span of the page's <article> elements: the first's start and end, how many there are;
+     * at: where the token being read starts, closed: where an element it closes ends (the article's end) */
+    Py_ssize_t at, closed, art_start, art_end;
+    int articles, art_node;
+    Py_ssize_t *cuts; /* the comments inside the first article: (start, end) pairs */
+    int ncuts, ccap;
 } S;
 
 static void s_free(S *s) {
@@ -229,6 +244,7 @@ static void s_free(S *s) {
     PyMem_Free(s->text.p);
     PyMem_Free(s->names.p);
     PyMem_Free(s->table);
+    PyMem_Free(s->cuts);
 }
 
 static inline int is_ws(Py_UCS4 c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
@@ -332,6 +348,7 @@ static void pop(S *s) {
     if (!s->sp) return;
     int k = s->stack[--s->sp];
     s->nodes[k].end = s->nn - 1;
+    if (k == s->art_node) s->art_end = s->closed;
 }
 
 /* push a new element under the current one; -2 when the page is too deep (reading stops), -1 on error */
@@ -342,6 +359,10 @@ static int push(S *s, int tag, int a0, int an) {
     s->nodes[k].a0 = a0;
     s->nodes[k].an = an;
     s->stack[s->sp++] = k;
+    if (tag == T_ARTICLE && s->articles++ == 0) {
+        s->art_node = k;
+        s->art_start = s->at;
+    }
     if (tag == T_HEAD) s->head_seen = 1;
     if (tag == T_BODY) s->body_seen = 1;
     return k;
@@ -705,6 +726,7 @@ static Py_ssize_t parse_start(S *s, Py_ssize_t i, int *err) {
     if (k < 0) return k == -2 ? n : j; /* too deep: reading stops; or ignored */
     unsigned int f = tflags(tag);
     if (selfclose || (f & F_VOID)) {
+        s->closed = j;
         pop(s);
         return j;
     }
@@ -742,6 +764,7 @@ static Py_ssize_t parse_end(S *s, Py_ssize_t i, int *err) {
     }
     int tag = tag_id(s, nbuf, nlen);
     if (tag < 0) { *err = 1; return n; }
+    if (tag == T_ARTICLE) s->closed = g + 1; /* its end tag's end; an ancestor's end tag closes it at its '<' */
     end_tag(s, tag);
     return g + 1;
 }
@@ -767,7 +790,8 @@ static int build(S *s) {
             i++;
             continue;
         }
-        /* markup: the text before it becomes a node */
+        /* markup: the text before it becomes a node; an element the markup closes ends where it starts */
+        s->at = s->closed = i;
         if (text_node(s, run0, s->text.n - run0) < 0) return -1;
         run0 = s->text.n;
         if (s->stopped) break;
@@ -779,7 +803,14 @@ static int build(S *s) {
             else if (e == '>') i += 3;
             else { Py_ssize_t g = find_gt(p, i + 2, n); i = g < n ? g + 1 : n; }
         } else if (d == '!' && i + 3 < n && p[i + 2] == '-' && p[i + 3] == '-') {
+            Py_ssize_t c0 = i;
             i = comment_end(p, i, n);
+            if (s->articles == 1 && s->art_end < 0) { /* in the article: left out of its HTML, as lxml's tree has it */
+                if (grow_array((void **)&s->cuts, &s->ccap, s->ncuts, 2 * sizeof(Py_ssize_t)) < 0) return -1;
+                s->cuts[2 * s->ncuts] = c0;
+                s->cuts[2 * s->ncuts + 1] = i;
+                s->ncuts++;
+            }
         } else {
             Py_ssize_t g = find_gt(p, i + 2, n);
             i = g < n ? g + 1 : n;
@@ -787,7 +818,10 @@ static int build(S *s) {
         if (err) return -1;
         run0 = s->text.n;
     }
-    if (!s->stopped && text_node(s, run0, s->text.n - run0) < 0) return -1;
+    if (!s->stopped) {
+        s->at = s->closed = n;
+        if (text_node(s, run0, s->text.n - run0) < 0) return -1;
+    }
     while (s->sp) pop(s);
     return 0;
 }
@@ -1344,7 +1378,32 @@ static int same_host(const Py_UCS4 *v, Py_ssize_t len, const Py_UCS4 *own, Py_ss
     return 1;
 }
 
-static PyObject *fields_and_text(S *s, int want_main, const Py_UCS4 *own, Py_ssize_t olen) {
+/* (start, end, html): the one article's source span and its source with the comments in it left out */
+static PyObject *article_html(S *s) {
+    Py_ssize_t a = s->art_start, b = s->art_end;
+    if (a < 0 || b < a || b > s->n) { PyErr_SetString(PyExc_SystemError, "article span out of the input"); return NULL; }
+    UBuf out = {0};
+    Py_ssize_t at = a;
+    for (int k = 0; k < s->ncuts; k++) {
+        Py_ssize_t c0 = s->cuts[2 * k], c1 = s->cuts[2 * k + 1];
+        if (c0 < at || c1 > b) continue;
+        if (ub_grow(&out, c0 - at) < 0) goto fail;
+        memcpy(out.p + out.n, s->s + at, (size_t)(c0 - at) * sizeof(Py_UCS4));
+        out.n += c0 - at;
+        at = c1;
+    }
+    if (ub_grow(&out, b - at) < 0) goto fail;
+    memcpy(out.p + out.n, s->s + at, (size_t)(b - at) * sizeof(Py_UCS4));
+    out.n += b - at;
+    PyObject *html = ustr(out.p, out.n);
+    PyMem_Free(out.p);
+    return html ? Py_BuildValue("(nnN)", a, b, html) : NULL;
+fail:
+    PyMem_Free(out.p);
+    return NULL;
+}
+
+static PyObject *fields_and_text(S *s, int want_main, int want_lines, const Py_UCS4 *own, Py_ssize_t olen) {
     PyObject *title = NULL, *keywords = NULL, *description = NULL, *headings = NULL, *bold = NULL,
              *anchors = NULL, *lines = NULL, *teas = NULL, *result = NULL;
     UBuf scratch = {0}, heads = {0}, lines_buf = {0}, prose_buf = {0};
@@ -1429,21 +1488,26 @@ static PyObject *fields_and_text(S *s, int want_main, const Py_UCS4 *own, Py_ssi
         }
     }
     if (!title && !(title = PyUnicode_New(0, 0))) goto done;
-    if (want_main) {
+    if (want_main && want_lines) {
         if (main_lines(s, &scratch, &lines_buf) < 0 || !(lines = ustr(lines_buf.p, lines_buf.n))) goto done;
         if (prose_lines(lines_buf.p, lines_buf.n, &heads, hspan, nheads, &prose_buf) < 0 ||
             !(prose = ustr(prose_buf.p, prose_buf.n)))
             goto done;
-        teas = teasers(s, links, nlinks, &scratch);
-        if (!teas) goto done;
     } else {
         lines = Py_NewRef(Py_None);
         prose = Py_NewRef(Py_None);
+    }
+    if (want_main) {
+        teas = teasers(s, links, nlinks, &scratch);
+        if (!teas) goto done;
+    } else {
         teas = PyList_New(0);
         if (!teas) goto done;
     }
-    result = Py_BuildValue("(OOOOOOiOOiO)", title, keywords, description, headings, bold, anchors, anchor_count,
-                           lines, teas, s->nn, prose);
+    PyObject *article = s->articles == 1 ? article_html(s) : Py_NewRef(Py_None);
+    if (!article) goto done;
+    result = Py_BuildValue("(OOOOOOiOOiON)", title, keywords, description, headings, bold, anchors, anchor_count,
+                           lines, teas, s->nn, prose, article);
 done:
     Py_XDECREF(title);
     Py_XDECREF(keywords);
@@ -1464,10 +1528,11 @@ done:
 }
 
 static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"html", "main", "own", NULL};
+    static char *kw[] = {"html", "main", "own", "lines", NULL};
     PyObject *html, *own_host = NULL;
-    int want_main = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|pU:scan", kw, &html, &want_main, &own_host)) return NULL;
+    int want_main = 1, want_lines = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|pUp:scan", kw, &html, &want_main, &own_host, &want_lines))
+        return NULL;
     Py_UCS4 *own = NULL;
     Py_ssize_t olen = 0;
     if (own_host) {
@@ -1492,9 +1557,11 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     memset(&s, 0, sizeof(s));
     s.s = buf;
     s.n = n;
+    s.art_node = -1;
+    s.art_end = -1;
     PyObject *result = NULL;
     if (init_names(&s) == 0 && ub_grow(&s.text, n / 2 + 16) == 0 && build(&s) == 0)
-        result = fields_and_text(&s, want_main, own, olen);
+        result = fields_and_text(&s, want_main, want_lines, own, olen);
     s_free(&s);
     PyMem_Free(buf);
     PyMem_Free(own);
@@ -1503,7 +1570,8 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
-     "scan(html, main=True, own=None): the tagged fields, the main-content lines and the teasers of a page, in one pass."},
+     "scan(html, main=True, own=None, lines=True): the tagged fields, the main-content lines, the teasers and the "
+     "one <article>'s source span of a page, in one pass."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._scan", NULL, -1, methods};

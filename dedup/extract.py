@@ -30,7 +30,7 @@ import lxml.etree
 import lxml.html
 
 __all__ = ["main_text", "native_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
-           "check_extractor", "teasers", "title_links", "element_text"]
+           "check_extractor", "teasers", "title_links", "element_text", "tree_of"]
 
 logger = logging.getLogger(__name__)
 _WS = re.compile(r"[ \t\r\f\v]+")
@@ -150,9 +150,21 @@ def lxml_tree(html: str) -> lxml.html.HtmlElement | None:
             return None
 
 
-def trafilatura_text(html: str, tree: lxml.html.HtmlElement | None = None) -> str:
+#: lxml's tree of a page, or a function that parses it (called only when the tree is read: the default
+#: extractor's fields, teasers and one-<article> HTML come from dedup._scan, and only trafilatura and the
+#: densest-block fallback need lxml's tree)
+Tree = lxml.html.HtmlElement | None | Callable[[], lxml.html.HtmlElement | None]
+
+
+def tree_of(tree: Tree) -> lxml.html.HtmlElement | None:
+    """The tree itself of a :data:`Tree` (parsing the page when it is a function)."""
+    return tree() if callable(tree) else tree
+
+
+def trafilatura_text(html: str, tree: Tree = None) -> str:
     from trafilatura import extract
 
+    tree = tree_of(tree)
     tree = lxml_tree(html) if tree is None else tree
     if tree is None:
         return ""
@@ -330,29 +342,41 @@ def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
     return text, "native" if text else "none"
 
 
-def main_text(html: str, tree: lxml.html.HtmlElement | None = None, *,
+def main_text(html: str, tree: Tree = None, *,
               extractor: str = DEFAULT_EXTRACTOR, headings: Collection[str] = (),
-              links: list[lxml.html.HtmlElement] | None = None) -> tuple[str, str]:
+              links: list[lxml.html.HtmlElement] | None = None,
+              scanned: tuple[str | None, list[tuple[str, str]]] | None = None) -> tuple[str, str]:
     """Return ``(text, method)``: the page's main text with boilerplate removed, and which extractor
     gave it (``resiliparse``, ``listing``, ``trafilatura``, ``trafilatura-fallback`` or ``none``).
 
     ``tree``: lxml's tree of ``html`` when the caller already parsed it (trafilatura reuses it;
-    the listing test reads it). ``headings``: the page's heading texts (Page.headings), which the
-    fast extract keeps where they introduce prose. ``links``: :func:`title_links` of ``tree``, when
-    the caller collected them.
+    the listing test reads it), or a function that parses it. ``headings``: the page's heading texts
+    (Page.headings), which the fast extract keeps where they introduce prose. ``links``:
+    :func:`title_links` of ``tree``, when the caller collected them. ``scanned``: ``(article, teasers)``
+    from dedup._scan (parse_page): the source of the page's one ``<article>`` without its comments (None
+    when it has not exactly one) and the teasers as ``(text, block text)``, read instead of the tree's
+    (:func:`_article`, :func:`teasers`); the tree is then parsed only when trafilatura runs.
     """
     if extractor == "trafilatura" or html.count("<") > MAX_TAGS:
         text = trafilatura_text(html, tree)
         return text, "trafilatura" if text else "none"
     from resiliparse.extract.html2text import extract_plain_text
 
+    if scanned is None:
+        tree = tree_of(tree)
+        article = _article(tree)
+    else:
+        article, items = scanned
     try:
-        raw = _lines(extract_plain_text(_article(tree) or html, **_RESILIPARSE))
+        raw = _lines(extract_plain_text(article or html, **_RESILIPARSE))
     except Exception:  # resiliparse's HTMLParserException on hostile markup: the fallback decides
         logger.debug("resiliparse failed", exc_info=True)
         raw = ""
     text = _prose(raw, headings)
-    listing = _listing(text, tree, links)
+    if scanned is None:
+        listing = _listing(text, tree, links)
+    else:
+        listing = _teaser_listing(text, [t for t, _ in items], lambda: [b for _, b in items], "resiliparse")
     if listing is not None:
         return listing
     if too_little(text):

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 import lxml.html
 
-from .extract import lxml_tree, main_text, native_text, trafilatura_text
+from .extract import Tree, lxml_tree, main_text, native_text, trafilatura_text, tree_of
 from .keys import normalise_texts
 
 __all__ = ["navigation_share", "list_share", "densest_block", "checked_text", "checked_main_text",
@@ -110,7 +110,7 @@ def densest_block(tree: lxml.html.HtmlElement | None) -> str:
 
 
 def checked_text(text: str, method: str, anchors: list[str],
-                 tree: lxml.html.HtmlElement | None | Callable[[], lxml.html.HtmlElement | None],
+                 tree: Tree,
                  others: Iterable[tuple[str, Callable[[], str]]] = ()) -> tuple[str, str]:
     """``(text, method)``: the extract, or a fallback when it is navigation or too little.
 
@@ -122,7 +122,7 @@ def checked_text(text: str, method: str, anchors: list[str],
     is_nav = bool(text) and navigation_share(text, anchors) >= NAV_SHARE
     if not is_nav and len(text) >= MIN_CHARS:
         return text, method
-    for name, extract in (*others, ("densest", lambda: densest_block(tree() if callable(tree) else tree))):
+    for name, extract in (*others, ("densest", lambda: densest_block(tree_of(tree)))):
         alt = extract()
         if not alt or navigation_share(alt, anchors) >= NAV_SHARE:
             continue
@@ -133,11 +133,13 @@ def checked_text(text: str, method: str, anchors: list[str],
     return text, method
 
 
-def checked_main_text(html: str, tree: lxml.html.HtmlElement | None, anchors: list[str], *,
+def checked_main_text(html: str, tree: Tree, anchors: list[str], *,
                       extractor: str, **options: Any) -> tuple[str, str]:
     """:func:`dedup.extract.main_text`, then :func:`checked_text` with the other extractor as the
     first fallback (resiliparse after trafilatura, trafilatura after resiliparse). The method
-    names the extractor(s) used, e.g. ``trafilatura`` or ``trafilatura>densest``."""
+    names the extractor(s) used, e.g. ``trafilatura`` or ``trafilatura>densest``. ``tree``: lxml's
+    tree, or a function that parses it (once: parse_page caches it), when the options carry the
+    scanner's reading (``scanned``)."""
     text, method = main_text(html, tree, extractor=extractor, **options)
     others: tuple[tuple[str, Callable[[], str]], ...] = ()
     if method == "trafilatura":

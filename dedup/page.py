@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from urllib.parse import urlsplit, unquote
 
 import lxml.html
@@ -118,12 +119,14 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     ``page.truncated``. ``None`` turns a limit off. ``extractor``: see :mod:`dedup.extract`;
     ``page.extraction`` names the one that gave the text.
 
-    The tagged fields come from one lxml tree, which trafilatura reuses when it runs. resiliparse
-    parses the text again with its own (lexbor) parser: 0.3 ms, against ~75 us per element to reach
-    lexbor's nodes from Python in resiliparse 2.0 (a fields walk over its DOM took 70-300 ms a page).
-    With ``extractor="native"`` our C scanner (dedup/_scan.c) gives the fields, the main-content lines
-    and the teasers in one pass instead, and lxml parses the page only when trafilatura has to decide;
-    when the scanner cannot read a page, lxml's path (with resiliparse) does.
+    Our C scanner (dedup/_scan.c) gives the tagged fields, the listing reader's teasers and the page's
+    one ``<article>`` (resiliparse's input when there is one) in one pass; resiliparse parses the page
+    (or that article) with its own (lexbor) parser for the main text: 0.3 ms, against ~75 us per element
+    to reach lexbor's nodes from Python in resiliparse 2.0. lxml parses the page only when trafilatura
+    or the densest-block fallback has to read it (too little prose, more than MAX_TAGS tags, navigation).
+    With ``extractor="native"`` the scanner's main-content lines replace resiliparse's text too. When the
+    scanner cannot read a page (or is not built), lxml's tree gives the fields (:func:`_fields`, the
+    reference the scanner is tested against) and the rest.
     """
     check_extractor(extractor)
     truncated = {}
@@ -140,11 +143,11 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     if not text.strip():
         page.extraction = "empty"
         return page
+    scanned = _scan(text, _host(url), lines=extractor == "native")
+    if scanned is not None:
+        return _scanned_page(text, page, scanned, extractor, max_text_chars)
     if extractor == "native":
-        scanned = _scan(text, _host(url))
-        if scanned is not None:
-            return _native_page(text, page, scanned, max_text_chars)
-        extractor = "resiliparse"  # the scanner failed on this page: today's path decides it
+        extractor = "resiliparse"  # the scanner failed on this page: lxml's path decides it
     tree = lxml_tree(text)
     if tree is None:
         page.extraction = "unparseable"
@@ -167,24 +170,25 @@ def _finish(page: Page, max_text_chars: int | None) -> Page:
     return page
 
 
-def _scan(text: str, own: str) -> tuple | None:
-    """The C scanner's reading of ``text`` (dedup/_scan.c; ``own``: the page's host, :func:`_host`), or
-    None when it cannot read it (a lone surrogate, the module not built, any error): the caller then takes
-    lxml's path."""
+def _scan(text: str, own: str, lines: bool = True) -> tuple | None:
+    """The C scanner's reading of ``text`` (dedup/_scan.c; ``own``: the page's host, :func:`_host`;
+    ``lines``: the native extractor's main-content lines too), or None when it cannot read it (a lone
+    surrogate, the module not built, any error): the caller then takes lxml's path."""
     if _c_scan is None:
         return None
     try:
-        return _c_scan(text, text.count("<") <= MAX_TAGS, own)
+        return _c_scan(text, text.count("<") <= MAX_TAGS, own, lines)
     except Exception:  # whatever goes wrong (memory), lxml's path still reads the page
         logger.warning("the native scanner failed; lxml reads the page", exc_info=True)
         return None
 
 
-def _native_page(text: str, page: Page, scanned: tuple, max_text_chars: int | None) -> Page:
-    """``page`` from the scanner's fields and main-content lines (extractor ``native``); lxml parses the
-    page only when trafilatura has to decide (dedup.extractcheck.checked_native_text)."""
+def _scanned_page(text: str, page: Page, scanned: tuple, extractor: str, max_text_chars: int | None) -> Page:
+    """``page`` from the scanner's fields, and its main text: resiliparse's from the scanner's one-<article>
+    HTML and teasers, or (extractor ``native``) the scanner's main-content lines. lxml parses the page only
+    when trafilatura or the densest block has to read it (once: the tree is cached)."""
     (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
-     _, teasers, nodes, prose) = scanned
+     _, teasers, nodes, prose, article) = scanned
     if not nodes:  # nothing but comments, a doctype or stray end tags: lxml finds no document either
         page.extraction = "unparseable"
         return page
@@ -193,7 +197,13 @@ def _native_page(text: str, page: Page, scanned: tuple, max_text_chars: int | No
         if same is None:
             same = _href_host(href.strip(), own) == own
         (page.anchors_same if same else page.anchors_other).append(label)
-    page.text, page.extraction = checked_native_text(text, prose, teasers, page.anchors_same + page.anchors_other)
+    labels = page.anchors_same + page.anchors_other
+    if extractor == "native":
+        page.text, page.extraction = checked_native_text(text, prose, teasers, labels)
+    else:
+        page.text, page.extraction = checked_main_text(
+            text, cache(lambda: lxml_tree(text)), labels, extractor=extractor,
+            headings={h for _, h in page.headings}, scanned=(article and article[2], teasers))
     return _finish(page, max_text_chars)
 
 

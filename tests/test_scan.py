@@ -74,6 +74,29 @@ def assert_as_lxml(html: str) -> None:
     assert result[7] == SPIKE.lxml_lines(tree)
     assert result[10] == ex._prose(result[7], {h for _, h in page.headings})
     assert result[8] == [(" ".join(ex.element_text(el).split()), ex._block_text(el)) for el in ex.teasers(tree, links)]
+    assert_article_as_lxml(html, tree, result[11])
+    fields_only = scan(html, lines=False)  # the default extractor's reading: no main-content lines
+    assert fields_only[7] is None and fields_only[10] is None
+    assert fields_only[:7] + fields_only[8:10] + fields_only[11:] == result[:7] + result[8:10] + result[11:]
+
+
+def assert_article_as_lxml(html: str, tree, article: tuple | None) -> None:
+    """The scanner's one <article> (start, end, html) where lxml's tree has exactly one: its source span,
+    from "<article" to where the tree builder closes it, and that source without its comments."""
+    if ex._article(tree) is None:
+        assert article is None
+        return
+    start, end, source = article
+    assert 0 <= start < end <= len(html) and html[start:start + 8].lower() == "<article"
+    assert len(source) <= end - start and source[:8] == html[start:start + 8]
+    if "<!--" not in html[start:end]:  # no comment to leave out: the source itself
+        assert source == html[start:end]
+
+
+def resiliparse_lines(html: str) -> str:
+    from resiliparse.extract.html2text import extract_plain_text
+
+    return ex._lines(extract_plain_text(html, **ex._RESILIPARSE))
 
 
 def _pages(folder: Path) -> list[Path]:
@@ -84,6 +107,39 @@ def _pages(folder: Path) -> list[Path]:
 def test_the_sample_site_pages_read_as_lxml_reads_them(path):
     html, _ = decode_html(path.read_bytes(), None)
     assert_as_lxml(html)
+
+
+def test_resiliparse_reads_the_article_source_as_lxmls_serialisation():
+    """The default extractor gives resiliparse the scanner's article source (comments left out) instead of
+    lxml's re-serialised element: the same lines on the sample site's article pages, and a comment after a
+    <footer> (negatives-dev s128: resiliparse then keeps the footer's text) is left out as lxml leaves it."""
+    pages = [p for p in _pages(SAMPLE_SITE) if "<article" in p.read_text(encoding="utf-8", errors="replace")]
+    assert len(pages) >= 5
+    for path in pages:
+        html, _ = decode_html(path.read_bytes(), None)
+        article = scan(html, lines=False)[11]
+        assert article is not None
+        assert resiliparse_lines(article[2]) == resiliparse_lines(ex._article(ex.lxml_tree(html)))
+    filler = " ".join(f"word{i}" for i in range(30))
+    html = (f"<body><nav>menu</nav><article><h1>Title</h1><p>{filler}</p><!-- .content --><footer class=entry-footer>"
+            f"<div>author name</div><div>{filler} more</div></footer><!-- .entry-footer --></article><p>after</p></body>")
+    start, end, source = scan(html, lines=False)[11]
+    assert html[start:end].endswith("</article>") and "<!--" not in source
+    assert source == html[start:end].replace("<!-- .content -->", "").replace("<!-- .entry-footer -->", "")
+    assert resiliparse_lines(source) == resiliparse_lines(ex._article(ex.lxml_tree(html)))
+
+
+@pytest.mark.parametrize("html, span", [
+    ("<p>a<article>b<p>c</article>d", (4, 28)),   # its end tag's end
+    ("<div><article>b</div>c", (5, 15)),         # an ancestor's end tag closes it at its '<'
+    ("<p><article>b<article>c</article>", None),   # two articles: none
+    ("<body><article>open to the end", (6, 30)),  # the input's end
+    ("<ARTICLE class=x>b</Article >", (0, 29)),
+])
+def test_the_article_span(html, span):
+    article = scan(html, lines=False)[11]
+    assert (article and article[:2]) == span
+    assert (article is None) == (ex._article(ex.lxml_tree(html)) is None)
 
 
 @pytest.mark.goldset
@@ -177,14 +233,28 @@ def test_parse_page_falls_back_to_lxml_when_the_scanner_fails(monkeypatch):
     assert fallen.title == native.title and fallen.anchors_same == native.anchors_same
 
 
-@pytest.mark.parametrize("path", _pages(SAMPLE_SITE)[:12], ids=lambda p: p.name)
-def test_the_native_page_has_todays_fields(path):
+@pytest.mark.parametrize("extractor", ["resiliparse", "native", "trafilatura"])
+@pytest.mark.parametrize("path", _pages(SAMPLE_SITE), ids=lambda p: p.name)
+def test_parse_pages_fields_are_lxmls(path, extractor):
+    """parse_page takes the fields from the scanner for every extractor: they are lxml's (dedup.page._fields,
+    the reference), and the default extractor's text is what it is with lxml's tree (scanner off)."""
     data = path.read_bytes()
-    native, today = pg.parse_page(data, URL, extractor="native"), pg.parse_page(data, URL)
+    page = pg.parse_page(data, URL, extractor=extractor)
+    html, _ = decode_html(data, None)
+    reference = pg.Page(url=URL)
+    pg._fields(ex.lxml_tree(html), reference)
     for name in ("title", "keywords", "description", "headings", "bold", "anchors_same", "anchors_other",
-                 "anchor_count", "url_tokens", "encoding"):
-        assert getattr(native, name) == getattr(today, name), name
-    assert native.extraction.split(">")[0] in ("native", "listing", "trafilatura-fallback", "none")
+                 "anchor_count"):
+        assert getattr(page, name) == getattr(reference, name), name
+    if extractor == "native":
+        assert page.extraction.split(">")[0] in ("native", "listing", "trafilatura-fallback", "none")
+    elif extractor == "resiliparse":
+        scan_off = pytest.MonkeyPatch()
+        scan_off.setattr(pg, "_c_scan", None)
+        try:
+            assert pg.parse_page(data, URL) == page
+        finally:
+            scan_off.undo()
 
 
 def test_the_entity_table_is_the_generators_output():
@@ -208,8 +278,11 @@ def test_garbled_html_always_returns(parts):
     if any(0xD800 <= ord(c) <= 0xDFFF for c in html):
         assert result is None
         return
-    assert isinstance(result, tuple) and len(result) == 11
+    assert isinstance(result, tuple) and len(result) == 12
     assert isinstance(result[7], str) and isinstance(result[8], list)
+    if result[11] is not None:
+        start, end, source = result[11]
+        assert 0 <= start <= end <= len(html) and len(source) <= end - start
 
 
 @settings(max_examples=200, deadline=None)
