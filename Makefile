@@ -47,7 +47,7 @@ $(VENV_PY):
 # misses lxml_html_clean), so pip is upgraded before anything else. The editable
 # install also compiles the C scanner (dedup/_scan.c -> dedup/_scan.*.so, in place).
 $(PIP_STAMP): pyproject.toml setup.py dedup/_scan.c dedup/_entities.h | $(VENV_PY)
-	$(VENV_PY) -m pip install -q --upgrade pip
+	$(VENV_PY) -m pip install -q --upgrade pip "setuptools>=77"
 	$(VENV_PY) -m pip install -q -e '.[test,es]'
 	touch $@
 
