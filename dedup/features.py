@@ -19,7 +19,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .bits import run_starts
+from . import _fast
 from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
@@ -140,13 +140,11 @@ class Featurizer:
     def fingerprint(self, page: Page, terms: PageTerms) -> Features:
         """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
         body_hashes = terms.body_hashes
-        sequence = shingle_hashes(body_hashes, self.shingle)
-        order = np.argsort(sequence, kind="stable")  # equal hashes in text order: a run starts at the first
-        shingles, first = sequence[order], order
-        if shingles.size:
-            starts = run_starts(shingles)  # sorted, distinct: np.unique's answer
-            shingles, first = shingles[starts][: self.sketch], first[starts][: self.sketch]
-        positions = (first * POSITION_LEVELS // max(1, sequence.size)).astype(np.uint8)
+        # in one C call (dedup/_fast.c): the shingle hashes (simhash.shingle_hashes), their bottom-k distinct
+        # values and where each first occurs, on POSITION_LEVELS levels of the shingle sequence, and how many
+        # are distinct (tests/test_fast.py keeps the numpy steps this replaces and compares)
+        sketch, first, distinct = _fast.shingle_sketch(body_hashes, self.shingle, self.sketch)
+        shingles, positions = np.frombuffer(sketch, dtype=np.uint64), np.frombuffer(first, dtype=np.uint8)
         tdw = terms.tdw
 
         def chunks() -> np.ndarray:
@@ -161,7 +159,7 @@ class Featurizer:
             simhash=simhash(tdw.hashes, tdw.weights),
             chunks=chunks,
             shingles=shingles,  # the bottom-k sketch (simhash.bottom_k)
-            shingle_count=int(starts.size) if sequence.size else 0,
+            shingle_count=distinct,
             signature=self.reference.signature(page.text),
             sentences=len(page.sentences),
             positions=positions,

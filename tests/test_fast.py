@@ -1,0 +1,205 @@
+"""The C module dedup._fast (dedup/_fast.c) gives, bit for bit, what the numpy code it replaced gave
+(issue 14 item 3): that code is kept here (or stays in its module as the reference: ``shingle_hashes``,
+``gram_counts`` + ``signature_of_counts``) and compared on every goldset-dev page and on hypothesis inputs.
+The extension is always built (``make setup``), so there is no runtime fallback to these references."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import ROOT
+from dedup import _fast
+from dedup.bits import run_starts
+from dedup.deduplicator import containment_many
+from dedup.features import Featurizer
+from dedup.mrc import default_reference, gram_counts
+from dedup.page import parse_page
+from dedup.record import POSITION_LEVELS
+from dedup.simhash import _pack, _votes, hash_terms, shingle_hashes, simhash
+
+GOLDSET = ROOT.parent / "shared" / "data" / "goldset-dev"
+U64 = st.integers(0, 2**64 - 1)
+
+
+def former_sketch(body_hashes: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Featurizer.fingerprint's shingle sketch as it was: shingle hashes, a stable argsort, runs."""
+    sequence = shingle_hashes(body_hashes, n)
+    order = np.argsort(sequence, kind="stable")
+    shingles, first = sequence[order], order
+    starts = np.zeros(0, dtype=np.intp)
+    if shingles.size:
+        starts = run_starts(shingles)
+        shingles, first = shingles[starts][:k], first[starts][:k]
+    positions = (first * POSITION_LEVELS // max(1, sequence.size)).astype(np.uint8)
+    return shingles, positions, int(starts.size) if sequence.size else 0
+
+
+def c_sketch(body_hashes: np.ndarray, n: int, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    sketch, positions, distinct = _fast.shingle_sketch(body_hashes, n, k)
+    return np.frombuffer(sketch, dtype=np.uint64), np.frombuffer(positions, dtype=np.uint8), distinct
+
+
+def former_simhash(hashes: np.ndarray, weights: np.ndarray) -> int:
+    return int(_pack(np.asarray(weights, dtype=np.float32) @ _votes(hashes))[0]) if hashes.size else 0
+
+
+def former_containment_many(a, a_total, bs, b_totals, *, min_size=10):
+    """dedup.deduplicator.containment_many as it was (numpy: one binary search of all candidates' keys)."""
+    n = len(bs)
+    out = [(0.0, 0.0)] * n
+    sizes = [b.size for b in bs]
+    live = [j for j, size in enumerate(sizes) if size]
+    if a.size == 0 or not live:
+        return out
+    if len(live) < n:
+        bs, sizes, b_totals = [bs[j] for j in live], [sizes[j] for j in live], [b_totals[j] for j in live]
+    joined = np.concatenate(bs)
+    starts = np.cumsum(sizes) - sizes
+    pos = a.searchsorted(joined)
+    pos[pos == a.size] = a.size - 1
+    shared = np.add.reduceat(a[pos] == joined, starts, dtype=np.intp).tolist()
+    b_kept = np.add.reduceat(joined <= a[-1], starts, dtype=np.intp).tolist() if a_total > a.size else sizes
+    b_cut = [t > size for t, size in zip(b_totals, sizes)]
+    ends = (starts + sizes - 1)[np.array(b_cut)] if any(b_cut) else starts[:0]
+    a_kept = iter(a.searchsorted(joined[ends], "right").tolist())
+    for i, j in enumerate(live):
+        na = next(a_kept) if b_cut[i] else a.size
+        nb = b_kept[i]
+        if na == 0 or nb == 0:
+            continue
+        inter = shared[i]
+        resemblance = inter / (na + nb - inter)
+        if min(a_total, b_totals[i]) < min_size:
+            out[j] = (resemblance, resemblance)
+        else:
+            out[j] = (inter / min(na, nb), resemblance)
+    return out
+
+
+def same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.fixture(scope="module")
+def featurizer() -> Featurizer:
+    return Featurizer()
+
+
+@pytest.mark.goldset
+@pytest.mark.skipif(not GOLDSET.is_dir(), reason=f"Gold Set not found at {GOLDSET}")
+def test_every_goldset_dev_page_gets_the_former_sketch_simhash_and_signature(featurizer):
+    paths = sorted(p for p in GOLDSET.rglob("*") if p.is_file() and p.suffix in (".html", ".htm"))
+    assert len(paths) > 1000
+    ref = featurizer.reference
+    non_ascii = 0
+    for path in paths:
+        page = parse_page(path.read_bytes(), f"http://gold.invalid/{path.name}", extractor="native")
+        terms = featurizer.terms(page)
+        f = featurizer.fingerprint(page, terms)
+        want_shingles, want_positions, want_count = former_sketch(terms.body_hashes, featurizer.shingle,
+                                                                  featurizer.sketch)
+        assert same_array(f.shingles, want_shingles) and same_array(f.positions, want_positions)
+        assert f.shingle_count == want_count
+        assert f.simhash == former_simhash(terms.tdw.hashes, terms.tdw.weights)
+        assert _fast.simhash(terms.tdw.hashes, terms.tdw.weights) is not None  # the presets' sums are exact
+        assert same_array(f.signature.vector, ref.signature_of_counts(*gram_counts(page.text)).vector)
+        non_ascii += not page.text.isascii()
+    assert non_ascii > 100  # both of mrc_signature's tables were compared
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 2**63, 2**64 - 1, 12345]) | U64, max_size=60), st.integers(1, 8),
+       st.integers(0, 70))
+def test_shingle_sketch_is_the_former_numpy_steps(hashes, n, k):
+    h = np.array(hashes, dtype=np.uint64)
+    got, want = c_sketch(h, n, k), former_sketch(h, n, k)
+    assert same_array(got[0], want[0]) and same_array(got[1], want[1]) and got[2] == want[2]
+
+
+def test_shingle_sketch_repeats_and_bad_input():
+    h = hash_terms(["a", "b", "c", "d", "e"] * 40)  # 5 distinct shingles, each repeated: first positions kept
+    got, want = c_sketch(h, 5, 256), former_sketch(h, 5, 256)
+    assert got[2] == want[2] == 5 and same_array(got[0], want[0]) and same_array(got[1], want[1])
+    with pytest.raises(ValueError):
+        _fast.shingle_sketch(h, 0, 10)
+    with pytest.raises(TypeError):
+        _fast.shingle_sketch(h.astype(np.uint32), 5, 10)
+
+
+WEIGHTS = st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 2.5, 0.0, 1 / 1024, 2.0**20, 2.0**-40])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(U64, WEIGHTS | st.floats(0, 1e6, width=32)), max_size=80))
+def test_simhash_is_blas_product_or_declines(pairs):
+    h = np.array([p[0] for p in pairs], dtype=np.uint64)
+    w = np.array([p[1] for p in pairs], dtype=np.float32)
+    got = _fast.simhash(h, w)
+    if got is not None:  # C answers only where every sum is exact: then it is the product's answer
+        assert got == former_simhash(h, w)
+    assert simhash(h, w) == former_simhash(h, w)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(U64, WEIGHTS), max_size=80))
+def test_simhash_answers_for_exact_weights(pairs):
+    h = np.array([p[0] for p in pairs], dtype=np.uint64)
+    w = np.array([p[1] for p in pairs], dtype=np.float32)
+    total, step = float(np.abs(w.astype(np.float64)).sum()), min((x for x in w if x), default=1.0)
+    got = _fast.simhash(h, w)
+    if total < 2.0**24 * 2.0**np.floor(np.log2(step)) and float(step) > 2.0**-60:
+        assert got == former_simhash(h, w)
+
+
+def test_simhash_ties_and_bad_weights():
+    h = np.array([0x0F, 0xF0], dtype=np.uint64)
+    assert _fast.simhash(h, np.array([1.0, 1.0], dtype=np.float32)) == former_simhash(h, np.ones(2))  # 0 votes
+    assert _fast.simhash(h, np.array([np.nan, 1.0], dtype=np.float32)) is None
+    assert _fast.simhash(h, np.array([np.inf, 1.0], dtype=np.float32)) is None
+    assert _fast.simhash(h, np.array([0.1, 0.3], dtype=np.float32)) is None  # 0.1 needs 27 fraction bits
+    with pytest.raises(ValueError, match="one weight per feature"):
+        _fast.simhash(h, np.ones(3, dtype=np.float32))
+
+
+# whitespace str.split folds (ASCII's \x1c-\x1f included, and beyond ASCII), letters lower() changes in
+# length (İ), Latin-1, the BMP, astral characters
+TEXT = st.text(alphabet=st.sampled_from(list("abcXYZ 019'.\t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0")
+                                        + ["é", "É", "İ", "ß", "\u2009", "\u3000", "中", "文", "😀", "\u2028"]),
+               max_size=200)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXT)
+def test_mrc_signature_is_the_former_counts(text):
+    ref = default_reference()
+    assert same_array(ref.signature(text).vector, ref.signature_of_counts(*gram_counts(text)).vector)
+
+
+def test_mrc_signature_edges():
+    ref = default_reference()
+    for text in ("", "ab", " a b ", "the", "THE the\x1cthe", "é" * 50, "😀😀😀 the end", "x" * 10_000):
+        assert same_array(ref.signature(text).vector, ref.signature_of_counts(*gram_counts(text)).vector), text
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate: the former path, which refuses it
+        ref.signature("the \ud800 end")
+
+
+KEYS = st.lists(st.integers(0, 400), max_size=60, unique=True).map(lambda v: np.array(sorted(v), dtype=np.uint32))
+
+
+@settings(max_examples=300, deadline=None)
+@given(KEYS, st.integers(0, 100), st.lists(st.tuples(KEYS, st.integers(0, 100)), max_size=8), st.integers(1, 20))
+def test_containment_many_is_the_former_numpy(a, extra, candidates, min_size):
+    bs = [b for b, _ in candidates]
+    totals = [b.size + e for b, e in candidates]
+    want = former_containment_many(a, a.size + extra, bs, totals, min_size=min_size)
+    assert containment_many(a, a.size + extra, bs, totals, min_size=min_size) == want
+    # 64-bit hashes are read as well (dedup.deduplicator.containment of two full sketches)
+    wide = [b.astype(np.uint64) for b in bs]
+    assert containment_many(a.astype(np.uint64), a.size + extra, wide, totals, min_size=min_size) == want
+
+
+def test_containment_many_refuses_signed_keys():
+    with pytest.raises(TypeError):
+        containment_many(np.arange(5), 5, [np.arange(3, dtype=np.uint32)], [3])
