@@ -18,6 +18,14 @@
  *       text.lower().split()), which is the same for ASCII text): its character 3-grams counted in a hash table,
  *       the reference's sparse count matrix (rows, cols, values over the sorted unique grams) applied.
  *       None when the text holds a surrogate (Python's encoder refuses it) or a scale is zero.
+ *   term_hashes(tokens, cache) -> bytearray | list
+ *       The xxh3-64 hashes of the tokens' terms, looked up in the normaliser's token -> hash cache
+ *       (dedup.text.Normalizer.term_hashes; a stop word is cached as None and left out), as uint64
+ *       bytes; or the list of the tokens the cache misses, which the caller adds before asking again.
+ *   tdw_sums(parts, weights) -> (bytearray, bytearray)
+ *       The TDW vector of parts of term hashes (uint64) with a weight each, when every sum of the
+ *       weights is exact in float64 (dedup.tdw.term_weights checks): each distinct hash, sorted, with
+ *       the sum of its occurrences' weights as float32, where positive.
  *   containment_many(a, a_total, bs, b_totals, min_size) -> list[(containment, resemblance)]
  *       dedup.deduplicator.containment_many over sorted uint32 (or uint64) sketch keys.
  *
@@ -554,6 +562,149 @@ fail_seq:
     return out;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* term_hashes and tdw_sums                                                                         */
+
+static PyObject *term_hashes(PyObject *self, PyObject *args) {
+    PyObject *tokens, *cache;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &tokens, &PyDict_Type, &cache))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tokens);
+    for (Py_ssize_t i = 0; i < n; i++) /* exact str keys: no Python code runs in the lookups below */
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i))) {
+            PyErr_SetString(PyExc_TypeError, "term_hashes: tokens must be str");
+            return NULL;
+        }
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, n * 8), *missing = NULL;
+    if (!out)
+        return NULL;
+    uint64_t *h = (uint64_t *)PyByteArray_AS_STRING(out);
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *token = PyList_GET_ITEM(tokens, i);
+        PyObject *value = PyDict_GetItemWithError(cache, token); /* borrowed */
+        if (!value) {
+            if (PyErr_Occurred())
+                goto fail;
+            if (!missing && !(missing = PyList_New(0)))
+                goto fail;
+            if (PyList_Append(missing, token) < 0)
+                goto fail;
+            continue;
+        }
+        if (missing || value == Py_None) /* None: a stop word, no term */
+            continue;
+        unsigned long long x = PyLong_AsUnsignedLongLong(value);
+        if (x == (unsigned long long)-1 && PyErr_Occurred())
+            goto fail;
+        h[kept++] = x;
+    }
+    if (missing) {
+        Py_DECREF(out);
+        return missing;
+    }
+    if (PyByteArray_Resize(out, kept * 8) < 0)
+        goto fail;
+    return out;
+fail:
+    Py_DECREF(out);
+    Py_XDECREF(missing);
+    return NULL;
+}
+
+static PyObject *tdw_sums(PyObject *self, PyObject *args) {
+    PyObject *parts, *weights;
+    if (!PyArg_ParseTuple(args, "OO", &parts, &weights))
+        return NULL;
+    parts = PySequence_Fast(parts, "parts must be a sequence");
+    if (!parts)
+        return NULL;
+    weights = PySequence_Fast(weights, "weights must be a sequence");
+    if (!weights) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(parts);
+    Py_buffer *views = NULL;
+    double *w = NULL;
+    pair_t *pairs = NULL;
+    PyObject *terms = NULL, *sums = NULL, *out = NULL;
+    Py_ssize_t got = 0;
+    if (PySequence_Fast_GET_SIZE(weights) != count) {
+        PyErr_SetString(PyExc_ValueError, "one weight a part");
+        goto done;
+    }
+    views = PyMem_Calloc(count ? (size_t)count : 1, sizeof(Py_buffer));
+    w = PyMem_Calloc(count ? (size_t)count : 1, sizeof(double));
+    if (!views || !w) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t n = 0;
+    for (; got < count; got++) {
+        if (get_buffer(PySequence_Fast_GET_ITEM(parts, got), &views[got], 8, "term hashes") < 0)
+            goto done;
+        n += (size_t)(views[got].len / 8);
+        w[got] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(weights, got));
+        if (w[got] == -1.0 && PyErr_Occurred()) {
+            got++;
+            goto done;
+        }
+    }
+    pairs = PyMem_Malloc((n ? 2 * n : 1) * sizeof(pair_t));
+    if (!pairs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t at = 0;
+    for (Py_ssize_t p = 0; p < count; p++) {
+        const uint64_t *h = (const uint64_t *)views[p].buf;
+        for (Py_ssize_t i = 0; i < views[p].len / 8; i++) {
+            pairs[at].hash = h[i];
+            pairs[at++].index = (uint64_t)p; /* the part: its weight */
+        }
+    }
+    pair_t *sorted = n ? radix_sort(pairs, pairs + n, n) : pairs;
+    /* each term's weights summed (exact in float64 for the caller's weights, so in any order), the
+     * terms of a positive sum kept with it as float32 */
+    size_t kept = 0;
+    for (size_t i = 0; i < n;) {
+        uint64_t hash = sorted[i].hash;
+        double total = 0.0;
+        for (; i < n && sorted[i].hash == hash; i++)
+            total += w[sorted[i].index];
+        if (total > 0) {
+            sorted[kept].hash = hash;
+            float f = (float)total;
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            sorted[kept++].index = bits;
+        }
+    }
+    terms = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(kept * 8));
+    sums = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(kept * 4));
+    if (!terms || !sums)
+        goto done;
+    uint64_t *t = (uint64_t *)PyByteArray_AS_STRING(terms);
+    uint32_t *f = (uint32_t *)PyByteArray_AS_STRING(sums);
+    for (size_t i = 0; i < kept; i++) {
+        t[i] = sorted[i].hash;
+        f[i] = (uint32_t)sorted[i].index;
+    }
+    out = PyTuple_Pack(2, terms, sums);
+done:
+    Py_XDECREF(terms);
+    Py_XDECREF(sums);
+    while (got > 0)
+        PyBuffer_Release(&views[--got]);
+    PyMem_Free(views);
+    PyMem_Free(w);
+    PyMem_Free(pairs);
+    Py_DECREF(parts);
+    Py_DECREF(weights);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"shingle_sketch", shingle_sketch, METH_VARARGS,
      "shingle_sketch(hashes, n, k): the bottom-k distinct word n-gram hashes, their first positions (uint8) "
@@ -564,6 +715,12 @@ static PyMethodDef methods[] = {
      "mrc_signature(folded, unique, rows, cols, values, part_norm): the MRC signature (float32 bytes) or None."},
     {"containment_many", containment_many, METH_VARARGS,
      "containment_many(a, a_total, bs, b_totals, min_size): [(containment, resemblance)] of a with each b."},
+    {"term_hashes", term_hashes, METH_VARARGS,
+     "term_hashes(tokens, cache): the cached term hashes of tokens (stop words, cached as None, left out) as "
+     "uint64 bytes, or the list of tokens not in the cache."},
+    {"tdw_sums", tdw_sums, METH_VARARGS,
+     "tdw_sums(parts, weights): each distinct hash of the parts with the sum of its parts' weights (when "
+     "positive): (uint64 bytes, float32 bytes)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._fast", NULL, -1, methods};

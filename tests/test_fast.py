@@ -18,6 +18,8 @@ from dedup.mrc import default_reference, gram_counts
 from dedup.page import parse_page
 from dedup.record import POSITION_LEVELS
 from dedup.simhash import _pack, _votes, hash_terms, shingle_hashes, simhash
+from dedup.tdw import PRESETS, field_texts, weights_by_field
+from dedup.text import Normalizer, tokenize
 
 GOLDSET = ROOT.parent / "shared" / "data" / "goldset-dev"
 U64 = st.integers(0, 2**64 - 1)
@@ -78,6 +80,21 @@ def former_containment_many(a, a_total, bs, b_totals, *, min_size=10):
     return out
 
 
+def former_sums(hashes: np.ndarray, token_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dedup.tdw.weights_by_field's numpy sums for exact weights: one sort by term hash, each run's weights
+    added."""
+    order = hashes.argsort()
+    hashes = hashes[order]
+    starts = run_starts(hashes)
+    total = np.add.reduceat(token_weights[order], starts)
+    keep = total > 0
+    return hashes[starts][keep], total[keep].astype(np.float32)
+
+
+def former_body_hashes(normalizer, tokens: list[str]) -> np.ndarray:
+    return hash_terms(list(filter(None, normalizer.term_list(tokens))))
+
+
 def same_array(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
@@ -98,6 +115,11 @@ def test_every_goldset_dev_page_gets_the_former_sketch_simhash_and_signature(fea
         page = parse_page(path.read_bytes(), f"http://gold.invalid/{path.name}", extractor="native")
         terms = featurizer.terms(page)
         f = featurizer.fingerprint(page, terms)
+        tokens = tokenize("\n".join(page.sentences))
+        assert same_array(terms.body_hashes, former_body_hashes(featurizer.normalizer, tokens))
+        # the numpy sums field by field that term_weights ran before its C path, and runs for other weights
+        want = weights_by_field(field_texts(page), featurizer.normalizer, featurizer.weights, None, terms.body_hashes)
+        assert same_array(terms.tdw.hashes, want.hashes) and same_array(terms.tdw.weights, want.weights)
         want_shingles, want_positions, want_count = former_sketch(terms.body_hashes, featurizer.shingle,
                                                                   featurizer.sketch)
         assert same_array(f.shingles, want_shingles) and same_array(f.positions, want_positions)
@@ -203,3 +225,45 @@ def test_containment_many_is_the_former_numpy(a, extra, candidates, min_size):
 def test_containment_many_refuses_signed_keys():
     with pytest.raises(TypeError):
         containment_many(np.arange(5), 5, [np.arange(3, dtype=np.uint32)], [3])
+
+
+WORDS = st.sampled_from(["the", "a", "and", "running", "ran", "geese", "mice", "data", "été", "中文", "x1",
+                         "don't", "it's", "ibm", "zzzq", "", "better", "was"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(WORDS, max_size=60), st.lists(WORDS, max_size=20))
+def test_term_hashes_are_the_terms_hashes(tokens, more):
+    norm = Normalizer()
+    want = former_body_hashes(norm, tokens)
+    assert same_array(norm.term_hashes(tokens), want)  # every token a miss first
+    assert same_array(norm.term_hashes(tokens), want)  # then all cached
+    assert same_array(norm.term_hashes(tokens + more), former_body_hashes(norm, tokens + more))
+
+
+def test_term_hashes_past_the_cache_and_bad_tokens():
+    norm = Normalizer()
+    norm._hashes.update((f"filler{i}", 1) for i in range(500_000))  # full: nothing more is cached
+    tokens = ["the", "geese", "ran", "geese"]
+    assert same_array(norm.term_hashes(tokens), former_body_hashes(norm, tokens))
+    assert "geese" not in norm._hashes
+    with pytest.raises(TypeError):
+        _fast.term_hashes(["a", 1], {})
+    assert _fast.term_hashes(["a", "b", "a"], {"b": None}) == ["a", "a"]  # the misses, in order
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1]) | U64, max_size=40),
+                          st.sampled_from(sorted({w for p in PRESETS.values() for w in p.values()}))),
+                max_size=6))
+def test_tdw_sums_are_the_numpy_sums(parts):
+    arrays = [np.array(h, dtype=np.uint64) for h, _ in parts]
+    weights = [float(w) for _, w in parts]
+    hashes, sums = _fast.tdw_sums(arrays, weights)
+    got = np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(sums, dtype=np.float32)
+    if not sum(a.size for a in arrays):
+        assert got[0].size == got[1].size == 0
+        return
+    joined = np.concatenate(arrays)
+    want = former_sums(joined, np.repeat(np.array(weights), [a.size for a in arrays]))
+    assert same_array(got[0], want[0]) and same_array(got[1], want[1])
