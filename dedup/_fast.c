@@ -26,6 +26,11 @@
  *       The TDW vector of parts of term hashes (uint64) with a weight each, when every sum of the
  *       weights is exact in float64 (dedup.tdw.term_weights checks): each distinct hash, sorted, with
  *       the sum of its occurrences' weights as float32, where positive.
+ *   sketch_keys(hashes, positions) -> (bytearray, bytearray)
+ *       dedup.record.sketch_keys: the distinct top-24-bit keys of uint64 shingle hashes, sorted (uint32),
+ *       each with the lowest of its hashes' positions (uint8).
+ *   prefix_positional_many(r, samples, sizes, jaccard, factor) -> list[bool]
+ *       dedup.reducer.ComparisonReducer.prefix_positional_ok_sampled_many (factor: jaccard / (1 + jaccard)).
  *   containment_many(a, a_total, bs, b_totals, min_size) -> list[(containment, resemblance)]
  *       dedup.deduplicator.containment_many over sorted uint32 (or uint64) sketch keys.
  *
@@ -57,6 +62,38 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const
     if (view->itemsize != itemsize || view->len % itemsize) {
         PyErr_Format(PyExc_TypeError, "%s: items of %zd bytes expected, got %zd", what, itemsize, view->itemsize);
         PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* two sequences of one length as fast sequences (new references in *a and *b); -1 with an exception set */
+static int paired(PyObject *x, PyObject *y, PyObject **a, PyObject **b, const char *what) {
+    *a = PySequence_Fast(x, what);
+    if (!*a)
+        return -1;
+    *b = PySequence_Fast(y, what);
+    if (!*b) {
+        Py_CLEAR(*a);
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(*a) != PySequence_Fast_GET_SIZE(*b)) {
+        PyErr_Format(PyExc_ValueError, "%s: sequences of one length expected", what);
+        Py_CLEAR(*a);
+        Py_CLEAR(*b);
+        return -1;
+    }
+    return 0;
+}
+
+/* the two arguments of a call as buffers of the given item sizes; -1 with an exception set (none held) */
+static int two_buffers(PyObject *args, Py_buffer *a, Py_ssize_t a_size, const char *a_what, Py_buffer *b,
+                       Py_ssize_t b_size, const char *b_what) {
+    PyObject *x, *y;
+    if (!PyArg_ParseTuple(args, "OO", &x, &y) || get_buffer(x, a, a_size, a_what) < 0)
+        return -1;
+    if (get_buffer(y, b, b_size, b_what) < 0) {
+        PyBuffer_Release(a);
         return -1;
     }
     return 0;
@@ -172,16 +209,9 @@ done:
 static float SIGNS[256][8];
 
 static PyObject *simhash(PyObject *self, PyObject *args) {
-    PyObject *hobj, *wobj;
-    if (!PyArg_ParseTuple(args, "OO", &hobj, &wobj))
-        return NULL;
     Py_buffer hv, wv;
-    if (get_buffer(hobj, &hv, 8, "hashes") < 0)
+    if (two_buffers(args, &hv, 8, "hashes", &wv, 4, "weights") < 0)
         return NULL;
-    if (get_buffer(wobj, &wv, 4, "weights") < 0) {
-        PyBuffer_Release(&hv);
-        return NULL;
-    }
     PyObject *out = NULL;
     size_t n = (size_t)(hv.len / 8);
     if ((size_t)(wv.len / 4) != n) {
@@ -487,21 +517,11 @@ static PyObject *containment_many(PyObject *self, PyObject *args) {
     long long a_total, min_size;
     if (!PyArg_ParseTuple(args, "OLOOL", &aobj, &a_total, &bs, &totals, &min_size))
         return NULL;
-    bs = PySequence_Fast(bs, "bs must be a sequence");
-    if (!bs)
+    if (paired(bs, totals, &bs, &totals, "containment_many's sketches and totals") < 0)
         return NULL;
-    totals = PySequence_Fast(totals, "b_totals must be a sequence");
-    if (!totals) {
-        Py_DECREF(bs);
-        return NULL;
-    }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(bs);
     PyObject *out = NULL;
     Py_buffer av;
-    if (PySequence_Fast_GET_SIZE(totals) != count) {
-        PyErr_SetString(PyExc_ValueError, "one total a sketch");
-        goto fail_seq;
-    }
     keys_t a;
     if (get_keys(aobj, &av, &a, "a") < 0)
         goto fail_seq;
@@ -616,24 +636,14 @@ static PyObject *tdw_sums(PyObject *self, PyObject *args) {
     PyObject *parts, *weights;
     if (!PyArg_ParseTuple(args, "OO", &parts, &weights))
         return NULL;
-    parts = PySequence_Fast(parts, "parts must be a sequence");
-    if (!parts)
+    if (paired(parts, weights, &parts, &weights, "tdw_sums's parts and weights") < 0)
         return NULL;
-    weights = PySequence_Fast(weights, "weights must be a sequence");
-    if (!weights) {
-        Py_DECREF(parts);
-        return NULL;
-    }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(parts);
     Py_buffer *views = NULL;
     double *w = NULL;
     pair_t *pairs = NULL;
     PyObject *terms = NULL, *sums = NULL, *out = NULL;
     Py_ssize_t got = 0;
-    if (PySequence_Fast_GET_SIZE(weights) != count) {
-        PyErr_SetString(PyExc_ValueError, "one weight a part");
-        goto done;
-    }
     views = PyMem_Calloc(count ? (size_t)count : 1, sizeof(Py_buffer));
     w = PyMem_Calloc(count ? (size_t)count : 1, sizeof(double));
     if (!views || !w) {
@@ -705,6 +715,156 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* sketch_keys                                                                                      */
+
+static PyObject *sketch_keys(PyObject *self, PyObject *args) {
+    Py_buffer hv, pv;
+    if (two_buffers(args, &hv, 8, "hashes", &pv, 1, "positions") < 0)
+        return NULL;
+    PyObject *keys = NULL, *first = NULL, *out = NULL;
+    pair_t *pairs = NULL;
+    size_t n = (size_t)(hv.len / 8);
+    if ((size_t)pv.len != n) {
+        PyErr_Format(PyExc_ValueError, "one position a shingle hash (got %zd for %zu)", pv.len, n);
+        goto done;
+    }
+    const uint64_t *h = (const uint64_t *)hv.buf;
+    const uint8_t *pos = (const uint8_t *)pv.buf;
+    pairs = PyMem_Malloc((n ? 2 * n : 1) * sizeof(pair_t));
+    if (!pairs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int sorted_in = 1;
+    for (size_t i = 0; i < n; i++) {
+        pairs[i].hash = h[i] >> 40; /* the top KEY_BITS (24) bits */
+        pairs[i].index = pos[i];
+        if (i && pairs[i].hash < pairs[i - 1].hash)
+            sorted_in = 0;
+    }
+    /* keys in order, equal keys in their given order (numpy's stable argsort); each key once, with the
+     * lowest position of its hashes */
+    pair_t *sorted = sorted_in || !n ? pairs : radix_sort(pairs, pairs + n, n);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept && sorted[kept - 1].hash == sorted[i].hash) {
+            if (sorted[i].index < sorted[kept - 1].index)
+                sorted[kept - 1].index = sorted[i].index;
+        } else
+            sorted[kept++] = sorted[i];
+    }
+    keys = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(kept * 4));
+    first = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)kept);
+    if (!keys || !first)
+        goto done;
+    uint32_t *k = (uint32_t *)PyByteArray_AS_STRING(keys);
+    uint8_t *f = (uint8_t *)PyByteArray_AS_STRING(first);
+    for (size_t i = 0; i < kept; i++) {
+        k[i] = (uint32_t)sorted[i].hash;
+        f[i] = (uint8_t)sorted[i].index;
+    }
+    out = PyTuple_Pack(2, keys, first);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(first);
+    PyMem_Free(pairs);
+    PyBuffer_Release(&hv);
+    PyBuffer_Release(&pv);
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* prefix_positional_many                                                                           */
+
+static inline long long prefix_length(double jaccard, long long size) {
+    return size ? size - (long long)ceil(jaccard * (double)size) + 1 : 0;
+}
+
+static PyObject *prefix_positional_many(PyObject *self, PyObject *args) {
+    PyObject *robj, *samples, *sizes;
+    double jaccard, factor;
+    if (!PyArg_ParseTuple(args, "OOOdd", &robj, &samples, &sizes, &jaccard, &factor))
+        return NULL;
+    if (paired(samples, sizes, &samples, &sizes, "prefix_positional_many's samples and sizes") < 0)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(samples);
+    PyObject *out = NULL;
+    Py_buffer rv;
+    keys_t r;
+    if (get_keys(robj, &rv, &r, "r") < 0)
+        goto fail_seq;
+    out = PyList_New(count);
+    if (!out)
+        goto fail;
+    long long rn = (long long)r.n;
+    keys_t pr = r;
+    pr.n = (size_t)prefix_length(jaccard, rn);
+    if (pr.n > r.n) /* a threshold above 1 */
+        pr.n = r.n;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        int ok = 0;
+        long long size = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sizes, j));
+        if (size == -1 && PyErr_Occurred())
+            goto fail_out;
+        Py_buffer sv;
+        keys_t smp;
+        if (get_keys(PySequence_Fast_GET_ITEM(samples, j), &sv, &smp, "sample") < 0)
+            goto fail_out;
+        long long k = (long long)smp.n;
+        int full = k >= size;
+        long long whole = full ? k : size;
+        long long length = prefix_length(jaccard, whole);
+        if (length > k)
+            length = k; /* the prefix of a sample: at most the sample */
+        if (length < 0)
+            length = 0;
+        if (rn && whole) {
+            double needed = factor * (double)(rn + whole);
+            long long p = -1, q = -1;
+            if (pr.n)
+                for (long long i = 0; i < length; i++) { /* the sample's prefix ascends: its first hit is the first */
+                    uint64_t x = key_at(&smp, (size_t)i);
+                    size_t at = lower_bound(&pr, x);
+                    if (at == pr.n)
+                        at = pr.n - 1;
+                    if (key_at(&pr, at) == x) {
+                        p = (long long)at;
+                        q = i;
+                        break;
+                    }
+                }
+            if (p >= 0) {
+                long long a = rn - p - 1, b = whole - q - 1;
+                ok = (double)(1 + (a < b ? a : b)) >= needed;
+            } else if (!full && length >= k) {
+                if (k == 0) {
+                    PyBuffer_Release(&sv);
+                    PyErr_SetString(PyExc_IndexError, "an empty sample of a set that is not empty");
+                    goto fail_out;
+                }
+                long long after = (long long)upper_bound(&pr, key_at(&smp, (size_t)(k - 1)));
+                long long a = rn - after - 1, b = whole - k - 1;
+                ok = after < (long long)pr.n && (double)(1 + (a < b ? a : b)) >= needed;
+            }
+        }
+        PyBuffer_Release(&sv);
+        PyList_SET_ITEM(out, j, Py_NewRef(ok ? Py_True : Py_False));
+    }
+    PyBuffer_Release(&rv);
+    Py_DECREF(samples);
+    Py_DECREF(sizes);
+    return out;
+fail_out:
+    Py_CLEAR(out);
+fail:
+    PyBuffer_Release(&rv);
+fail_seq:
+    Py_DECREF(samples);
+    Py_DECREF(sizes);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"shingle_sketch", shingle_sketch, METH_VARARGS,
      "shingle_sketch(hashes, n, k): the bottom-k distinct word n-gram hashes, their first positions (uint8) "
@@ -721,6 +881,12 @@ static PyMethodDef methods[] = {
     {"tdw_sums", tdw_sums, METH_VARARGS,
      "tdw_sums(parts, weights): each distinct hash of the parts with the sum of its parts' weights (when "
      "positive): (uint64 bytes, float32 bytes)."},
+    {"sketch_keys", sketch_keys, METH_VARARGS,
+     "sketch_keys(hashes, positions): the distinct 24-bit keys of uint64 hashes, sorted (uint32 bytes), each "
+     "with the lowest position of its hashes (uint8 bytes)."},
+    {"prefix_positional_many", prefix_positional_many, METH_VARARGS,
+     "prefix_positional_many(r, samples, sizes, jaccard, factor): the comparison reducer's prefix and "
+     "positional filters of r against each sampled set."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._fast", NULL, -1, methods};

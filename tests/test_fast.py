@@ -16,7 +16,8 @@ from dedup.deduplicator import containment_many
 from dedup.features import Featurizer
 from dedup.mrc import default_reference, gram_counts
 from dedup.page import parse_page
-from dedup.record import POSITION_LEVELS
+from dedup.record import POSITION_LEVELS, SKETCH, sketch_keys, term_keys
+from dedup.reducer import ComparisonReducer
 from dedup.simhash import _pack, _votes, hash_terms, shingle_hashes, simhash
 from dedup.tdw import PRESETS, field_texts, weights_by_field
 from dedup.text import Normalizer, tokenize
@@ -95,6 +96,59 @@ def former_body_hashes(normalizer, tokens: list[str]) -> np.ndarray:
     return hash_terms(list(filter(None, normalizer.term_list(tokens))))
 
 
+def former_sketch_keys(hashes, positions, k=None):
+    """dedup.record.sketch_keys as it was (with positions): keys, a stable sort when unsorted, runs' minima."""
+    hashes = np.asarray(hashes if k is None else np.asarray(hashes)[:k])
+    positions = np.asarray(positions, dtype=np.uint8)[:hashes.size]
+    keys = term_keys(hashes)
+    if not keys.size:
+        return keys, np.zeros(0, dtype=np.uint8)
+    if keys.size > 1 and not (keys[1:] >= keys[:-1]).all():
+        order = np.argsort(keys, kind="stable")
+        keys, positions = keys[order], positions[order]
+    starts = run_starts(keys)
+    return keys[starts], np.minimum.reduceat(positions, starts).astype(np.uint8)
+
+
+def former_prefix_positional_many(red, r, samples, sizes):
+    """ComparisonReducer.prefix_positional_ok_sampled_many as it was (numpy: one binary search of all)."""
+    n = len(samples)
+    out = [False] * n
+    if r.size == 0 or not n:
+        return out
+    pr = r[: red.prefix_length(r.size)]
+    rn, factor = r.size, red.jaccard / (1.0 + red.jaccard)
+    full = [s.size >= size for s, size in zip(samples, sizes)]
+    whole = [s.size if f else size for s, size, f in zip(samples, sizes, full)]
+    prefixes = [s[: red.prefix_length(w)] for s, w in zip(samples, whole)]
+    lengths = [p.size for p in prefixes]
+    first = {}
+    if pr.size and sum(lengths):
+        joined = np.concatenate(prefixes)
+        pos = np.minimum(pr.searchsorted(joined), pr.size - 1)
+        hits = (pr[pos] == joined).nonzero()[0]
+        if hits.size:
+            ends = np.cumsum(lengths)
+            seg = ends.searchsorted(hits, "right")
+            firsts = run_starts(seg)
+            starts = (ends - lengths).tolist()
+            for j, h, p in zip(seg[firsts].tolist(), hits[firsts].tolist(), pos[hits[firsts]].tolist()):
+                first[j] = (p, h - starts[j])
+    for j in range(n):
+        w = whole[j]
+        if w == 0:
+            continue
+        needed = factor * (rn + w)
+        if j in first:
+            p, q = first[j]
+            out[j] = 1 + min(rn - p - 1, w - q - 1) >= needed
+        elif not full[j] and lengths[j] >= samples[j].size:
+            k = samples[j].size
+            after = int(pr.searchsorted(samples[j][-1], "right"))
+            out[j] = after < pr.size and 1 + min(rn - after - 1, w - k - 1) >= needed
+    return out
+
+
 def same_array(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
@@ -124,6 +178,9 @@ def test_every_goldset_dev_page_gets_the_former_sketch_simhash_and_signature(fea
                                                                   featurizer.sketch)
         assert same_array(f.shingles, want_shingles) and same_array(f.positions, want_positions)
         assert f.shingle_count == want_count
+        for k in (None, SKETCH):  # the query's keys and the record's
+            got_keys, want_keys = sketch_keys(f.shingles, f.positions, k), former_sketch_keys(f.shingles, f.positions, k)
+            assert same_array(got_keys[0], want_keys[0]) and same_array(got_keys[1], want_keys[1])
         assert f.simhash == former_simhash(terms.tdw.hashes, terms.tdw.weights)
         assert _fast.simhash(terms.tdw.hashes, terms.tdw.weights) is not None  # the presets' sums are exact
         assert same_array(f.signature.vector, ref.signature_of_counts(*gram_counts(page.text)).vector)
@@ -267,3 +324,29 @@ def test_tdw_sums_are_the_numpy_sums(parts):
     joined = np.concatenate(arrays)
     want = former_sums(joined, np.repeat(np.array(weights), [a.size for a in arrays]))
     assert same_array(got[0], want[0]) and same_array(got[1], want[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 2**40 - 1, 2**40, 5 * 2**40, 2**64 - 1]) | U64, st.integers(0, 255)),
+                max_size=60), st.booleans(), st.none() | st.integers(0, 70))
+def test_sketch_keys_are_the_former_numpy(pairs, in_order, k):
+    if in_order:
+        pairs = sorted(pairs)
+    h = np.array([p[0] for p in pairs], dtype=np.uint64)
+    pos = np.array([p[1] for p in pairs], dtype=np.uint8)
+    got, want = sketch_keys(h, pos, k), former_sketch_keys(h, pos, k)
+    assert same_array(got[0], want[0]) and same_array(got[1], want[1])
+
+
+TERMS = st.lists(st.integers(0, 300), max_size=50, unique=True).map(lambda v: np.array(sorted(v), dtype=np.uint32))
+
+
+@settings(max_examples=400, deadline=None)
+@given(TERMS, st.lists(st.tuples(TERMS, st.integers(0, 60)), max_size=8), st.sampled_from([0.1, 0.2, 0.5, 0.8, 1.0]))
+def test_prefix_positional_many_is_the_former_numpy(r, candidates, jaccard):
+    red = ComparisonReducer(jaccard)
+    # a sample is a set's smallest terms: of a set of its size (whole) or more; an empty set has no sample
+    samples = [s for s, _ in candidates]
+    sizes = [s.size + extra if s.size else 0 for s, extra in candidates]
+    want = former_prefix_positional_many(red, r, samples, sizes)
+    assert red.prefix_positional_ok_sampled_many(r, samples, sizes) == want
