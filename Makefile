@@ -45,8 +45,8 @@ $(VENV_PY):
 
 # The venv's bundled pip 23 installs a trafilatura that cannot import (it
 # misses lxml_html_clean), so pip is upgraded before anything else. The editable
-# install also compiles the C scanner (dedup/_scan.c -> dedup/_scan.*.so, in place).
-$(PIP_STAMP): pyproject.toml setup.py dedup/_scan.c dedup/_entities.h | $(VENV_PY)
+# install also compiles the C scanner (dedup/_scan.c -> dedup/_scan.*.so, in place) and dedup/_fast.c.
+$(PIP_STAMP): pyproject.toml setup.py dedup/_scan.c dedup/_entities.h dedup/_fast.c | $(VENV_PY)
 	$(VENV_PY) -m pip install -q --upgrade pip "setuptools>=77"
 	$(VENV_PY) -m pip install -q -e '.[test,es]'
 	touch $@

@@ -28,6 +28,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="write the verdicts here (JSON lines)")
     p.add_argument("--compare", help="compare with the verdicts of this file")
     p.add_argument("--pages", help="a pickle of the parsed pages: read when it exists, else written")
+    p.add_argument("--extractor", default=None, help="the extractor that parses the pages (default: the default's)")
     args = p.parse_args(argv)
     if common.goldset_missing(args.goldset):
         print(common.goldset_missing(args.goldset))
@@ -46,7 +47,8 @@ def main(argv=None) -> int:
             paths += [path for _, path in load_clusters(args.negatives)]
         order = list(range(len(paths)))
         random.Random(args.seed).shuffle(order)
-        pages = [parse_page(paths[i].read_bytes(), f"http://eval.invalid/p{i}") for i in order]
+        extractor = {"extractor": args.extractor} if args.extractor else {}
+        pages = [parse_page(paths[i].read_bytes(), f"http://eval.invalid/p{i}", **extractor) for i in order]
         if args.pages:
             Path(args.pages).write_bytes(pickle.dumps(pages))
     if args.quick:

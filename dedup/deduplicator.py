@@ -31,6 +31,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from . import _fast
 from .bits import hamming
 from .decision import DECISIONS, load_decision, title_similarity
 from .features import Features, Featurizer
@@ -201,41 +202,12 @@ def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min
 def containment_many(a: np.ndarray, a_total: int, bs: list[np.ndarray], b_totals: list[int], *,
                      min_size: int = 10) -> list[tuple[float, float]]:
     """:func:`containment` of ``a`` with each sketch ``bs[i]`` (of a set of ``b_totals[i]`` shingles), all
-    at once: the candidates' sketches joined and searched in ``a`` in one binary search. The same
-    figures, pair by pair: every shared key lies within both cuts (it is at most ``a``'s last key and
-    ``b``'s), so each pair's overlap is its count of shared keys; the cut samples' sizes are counts of
-    keys below the other sketch's cut."""
-    n = len(bs)
-    out = [(0.0, 0.0)] * n
-    sizes = [b.size for b in bs]
-    live = [j for j, size in enumerate(sizes) if size]
-    if a.size == 0 or not live:
-        return out
-    if len(live) < n:
-        bs, sizes, b_totals = [bs[j] for j in live], [sizes[j] for j in live], [b_totals[j] for j in live]
-    joined = np.concatenate(bs)
-    starts = np.cumsum(sizes) - sizes
-    pos = a.searchsorted(joined)
-    pos[pos == a.size] = a.size - 1
-    shared = np.add.reduceat(a[pos] == joined, starts, dtype=np.intp).tolist()
-    # b's sample within a's cut (a's sample ends at its last key when a_total > a.size): its keys up to a's last
-    b_kept = np.add.reduceat(joined <= a[-1], starts, dtype=np.intp).tolist() if a_total > a.size else sizes
-    # a's sample within b's cut, when b's sketch is cut: a's keys up to b's last key
-    b_cut = [t > size for t, size in zip(b_totals, sizes)]
-    ends = (starts + sizes - 1)[np.array(b_cut)] if any(b_cut) else starts[:0]
-    a_kept = iter(a.searchsorted(joined[ends], "right").tolist())
-    for i, j in enumerate(live):
-        na = next(a_kept) if b_cut[i] else a.size
-        nb = b_kept[i]
-        if na == 0 or nb == 0:
-            continue
-        inter = shared[i]
-        resemblance = inter / (na + nb - inter)
-        if min(a_total, b_totals[i]) < min_size:
-            out[j] = (resemblance, resemblance)
-        else:
-            out[j] = (inter / min(na, nb), resemblance)
-    return out
+    at once, in one C call (dedup/_fast.c; sorted uint32 or uint64 keys): each of ``b``'s keys searched in
+    ``a``; the pair's overlap is its count of shared keys (every shared key lies within both cuts: it is at
+    most ``a``'s last key and ``b``'s), the cut samples' sizes counts of keys up to the other sketch's last
+    key when that sketch is cut. tests/test_verify_many.py compares it with the former pair-by-pair code,
+    tests/test_fast.py with the numpy code it replaces."""
+    return _fast.containment_many(a, a_total, bs, b_totals, min_size)
 
 
 def _round(x: float | None) -> float | None:

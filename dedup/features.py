@@ -19,12 +19,12 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .bits import run_starts
+from . import _fast
 from .keys import content_hash, title_key
 from .mrc import ReferenceText, Signature, default_reference
 from .page import Page
-from .record import POSITION_LEVELS, Record, compact_arrays
-from .simhash import chunk_simhashes, hash_terms, shingle_hashes, simhash
+from .record import Record, compact_arrays
+from .simhash import chunk_simhashes, simhash
 from .tdw import TermVector, resolve_weights, term_weights
 from .text import Normalizer, tokenize
 
@@ -32,16 +32,24 @@ __all__ = ["Features", "Featurizer", "PageTerms"]
 
 
 class PageTerms:
-    """The normalised terms of a page: the main text's (``body``, with their hashes), per sentence
-    (made on first use), and the TDW vector."""
+    """The normalised terms of a page: the main text's (``body``, made on first use from its tokens, and
+    their hashes), per sentence (made on first use), and the TDW vector."""
 
-    __slots__ = ("body", "body_hashes", "tdw", "_lines", "_normalizer", "_sentences")
+    __slots__ = ("_tokens", "_body", "body_hashes", "tdw", "_lines", "_normalizer", "_sentences")
 
-    def __init__(self, body: list[str], body_hashes: np.ndarray, tdw: TermVector, lines: list[str],
+    def __init__(self, tokens: list[str], body_hashes: np.ndarray, tdw: TermVector, lines: list[str],
                  normalizer: Normalizer) -> None:
-        self.body, self.body_hashes, self.tdw = body, body_hashes, tdw
+        self._tokens, self.body_hashes, self.tdw = tokens, body_hashes, tdw
         self._lines, self._normalizer = lines, normalizer  # the page's sentences, what maps their tokens
+        self._body: list[str] | None = None
         self._sentences: list[list[str]] | None = None
+
+    @property
+    def body(self) -> list[str]:
+        """The main text's terms, stop words left out (``body_hashes`` are their hashes)."""
+        if self._body is None:
+            self._body = list(filter(None, self._normalizer.term_list(self._tokens)))
+        return self._body
 
     @property
     def sentences(self) -> list[list[str]]:
@@ -131,22 +139,20 @@ class Featurizer:
         """Normalised terms (stop words removed, words mapped, stemmed) and the TDW vector."""
         norm = self.normalizer
         # the sentences tokenised in one call (no token spans a newline: the same tokens as
-        # sentence by sentence), each token looked up in the normaliser's cache
-        body = list(filter(None, norm.term_list(tokenize("\n".join(page.sentences)))))
-        body_hashes = hash_terms(body)
-        tdw = term_weights(page, norm, self.weights, body_terms=body, body_hashes=body_hashes)
-        return PageTerms(body, body_hashes, tdw, list(page.sentences), norm)
+        # sentence by sentence), their terms' hashes looked up in the normaliser's cache in one C call
+        tokens = tokenize("\n".join(page.sentences))
+        body_hashes = norm.term_hashes(tokens)
+        tdw = term_weights(page, norm, self.weights, body_hashes=body_hashes)
+        return PageTerms(tokens, body_hashes, tdw, list(page.sentences), norm)
 
     def fingerprint(self, page: Page, terms: PageTerms) -> Features:
         """Exact keys, simhashes, the shingle sketch and the MRC signature of ``page``."""
         body_hashes = terms.body_hashes
-        sequence = shingle_hashes(body_hashes, self.shingle)
-        order = np.argsort(sequence, kind="stable")  # equal hashes in text order: a run starts at the first
-        shingles, first = sequence[order], order
-        if shingles.size:
-            starts = run_starts(shingles)  # sorted, distinct: np.unique's answer
-            shingles, first = shingles[starts][: self.sketch], first[starts][: self.sketch]
-        positions = (first * POSITION_LEVELS // max(1, sequence.size)).astype(np.uint8)
+        # in one C call (dedup/_fast.c): the shingle hashes (simhash.shingle_hashes), their bottom-k distinct
+        # values and where each first occurs, on POSITION_LEVELS levels of the shingle sequence, and how many
+        # are distinct (tests/test_fast.py keeps the numpy steps this replaces and compares)
+        sketch, first, distinct = _fast.shingle_sketch(body_hashes, self.shingle, self.sketch)
+        shingles, positions = np.frombuffer(sketch, dtype=np.uint64), np.frombuffer(first, dtype=np.uint8)
         tdw = terms.tdw
 
         def chunks() -> np.ndarray:
@@ -161,7 +167,7 @@ class Featurizer:
             simhash=simhash(tdw.hashes, tdw.weights),
             chunks=chunks,
             shingles=shingles,  # the bottom-k sketch (simhash.bottom_k)
-            shingle_count=int(starts.size) if sequence.size else 0,
+            shingle_count=distinct,
             signature=self.reference.signature(page.text),
             sentences=len(page.sentences),
             positions=positions,

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _fast
 from .bits import run_starts, sorted_common
 
 __all__ = ["Record", "encode_array", "decode_array", "epoch_seconds", "compact_arrays", "term_keys",
@@ -102,14 +103,10 @@ def sketch_keys(hashes: np.ndarray, positions: np.ndarray | None, k: int | None 
     positions = np.asarray(positions, dtype=np.uint8)[:hashes.size]
     if positions.size != hashes.size:
         raise ValueError(f"one position a shingle hash (got {positions.size} for {hashes.size})")
-    keys = term_keys(hashes)
-    if not keys.size:
-        return keys, np.zeros(0, dtype=np.uint8)
-    if keys.size > 1 and not (keys[1:] >= keys[:-1]).all():  # sorted hashes give sorted keys: no sort needed
-        order = np.argsort(keys, kind="stable")
-        keys, positions = keys[order], positions[order]
-    starts = run_starts(keys)
-    return keys[starts], np.minimum.reduceat(positions, starts).astype(np.uint8)
+    # in one C call (dedup/_fast.c): the keys (term_keys), sorted stably when they are not, each key once with
+    # the lowest of its hashes' positions (tests/test_fast.py keeps the numpy steps and compares)
+    keys, first = _fast.sketch_keys(np.ascontiguousarray(hashes, dtype=np.uint64), np.ascontiguousarray(positions))
+    return np.frombuffer(keys, dtype=np.uint32), np.frombuffer(first, dtype=np.uint8)
 
 
 def signature_grid(signature: np.ndarray) -> tuple[float, float]:

@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from .bits import run_starts, sorted_common
+from . import _fast
+from .bits import sorted_common
 from .tdw import TermVector, cosine
 
 __all__ = ["ComparisonReducer"]
@@ -85,46 +86,10 @@ class ComparisonReducer:
     def prefix_positional_ok_sampled_many(self, r: np.ndarray, samples: list[np.ndarray],
                                           sizes: list[int]) -> list[bool]:
         """:meth:`prefix_positional_ok_sampled` of ``r`` against each set ``samples[i]`` of ``sizes[i]``
-        terms, all at once: the candidates' prefixes searched in ``r``'s prefix in one binary search (a
-        check's ~12 candidates cost one set of numpy calls, not ~12). The same answers, pair by pair."""
-        n = len(samples)
-        out = [False] * n
-        if r.size == 0 or not n:
-            return out
-        pr = r[: self.prefix_length(r.size)]
-        rn, factor = r.size, self.jaccard / (1.0 + self.jaccard)
-        # a set known whole (its sample holds every term) is its own sample, of its sample's size
-        full = [s.size >= size for s, size in zip(samples, sizes)]
-        whole = [s.size if f else size for s, size, f in zip(samples, sizes, full)]
-        prefixes = [s[: self.prefix_length(w)] for s, w in zip(samples, whole)]
-        lengths = [p.size for p in prefixes]
-        first: dict[int, tuple[int, int]] = {}  # candidate -> positions of its first shared prefix term
-        if pr.size and sum(lengths):
-            joined = np.concatenate(prefixes)
-            pos = np.minimum(pr.searchsorted(joined), pr.size - 1)
-            hits = (pr[pos] == joined).nonzero()[0]
-            if hits.size:
-                ends = np.cumsum(lengths)
-                seg = ends.searchsorted(hits, "right")  # the candidate of each hit
-                firsts = run_starts(seg)  # hits ascend, so each candidate's first hit is its smallest term
-                starts = (ends - lengths).tolist()
-                for j, h, p in zip(seg[firsts].tolist(), hits[firsts].tolist(), pos[hits[firsts]].tolist()):
-                    first[j] = (p, h - starts[j])
-        for j in range(n):
-            w = whole[j]
-            if w == 0:
-                continue
-            needed = factor * (rn + w)
-            if j in first:
-                p, q = first[j]
-                out[j] = 1 + min(rn - p - 1, w - q - 1) >= needed
-            elif not full[j] and lengths[j] >= samples[j].size:
-                # no shared term in the sample, whose every term is in the prefix: at best, the first of
-                # r's prefix terms beyond the sample is shared, just after the sample's last term
-                k = samples[j].size
-                after = int(pr.searchsorted(samples[j][-1], "right"))
-                out[j] = after < pr.size and 1 + min(rn - after - 1, w - k - 1) >= needed
-        return out
+        terms, all at once, in one C call (dedup/_fast.c): each candidate's prefix terms searched in ``r``'s
+        prefix until the first shared one. The same answers, pair by pair (tests/test_verify_many.py), and
+        the numpy code it replaces (tests/test_fast.py)."""
+        return _fast.prefix_positional_many(r, samples, sizes, self.jaccard, self.jaccard / (1.0 + self.jaccard))
 
     def prefix_positional_ok_samples(self, a: np.ndarray, a_size: int, b: np.ndarray, b_size: int) -> bool:
         """The prefix and positional filters when both sets are known by a sample (their smallest

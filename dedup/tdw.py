@@ -19,12 +19,13 @@ from typing import Mapping
 
 import numpy as np
 
+from . import _fast
 from .bits import run_starts, sorted_common
 from .page import Page
 from .simhash import hash_terms
 from .text import Normalizer, tokenize
 
-__all__ = ["FIELDS", "PRESETS", "resolve_weights", "field_texts", "term_weights", "TermVector", "cosine"]
+__all__ = ["FIELDS", "PRESETS", "resolve_weights", "field_texts", "term_weights", "weights_by_field", "TermVector", "cosine"]
 
 FIELDS = ("url", "title", "keywords", "description", "h1", "h2", "h3", "h4", "h5", "h6",
           "bold", "anchors_same", "anchors_other", "body")
@@ -112,20 +113,49 @@ def term_weights(page: Page, normalizer: Normalizer, weights: Mapping[str, float
     ``body_terms``: the main text's normalised terms when the caller has them already;
     ``body_hashes``: their :func:`~dedup.simhash.hash_terms`, when the caller has those too.
 
-    Summed by term hash with numpy: per field, each distinct term's count x the field weight, then
-    the fields' products added in field order (the order the former dict of sums added them in, so
-    the float sums are the same, tests/test_features_equal.py).
+    When every sum of the weights is exact in float64 (:func:`_exact_sums`: the presets' are), the order
+    of the sums does not matter: the fields of one weight are tokenised together, their terms' hashes
+    looked up in the normaliser's cache (:meth:`~dedup.text.Normalizer.term_hashes`) and every hash's
+    weights summed in one C call (dedup/_fast.c, ``tdw_sums``). Otherwise summed by term hash with numpy:
+    per field, each distinct term's count x the field weight, then the fields' products added in field
+    order (the order the former dict of sums added them in, so the float sums are the same,
+    tests/test_features_equal.py).
     """
+    texts_of = field_texts(page)
+    used = {name: float(weights.get(name, 0.0)) for name, texts in texts_of.items()
+            if weights.get(name, 0.0) and any(texts)}
+    if _exact_sums(list(used.values()), 0):
+        by_weight: dict[float, list[str]] = {}
+        parts, part_weights = [], []
+        for name, w in used.items():
+            if name == "body" and (body_hashes is not None or body_terms is not None):
+                parts.append(hash_terms(body_terms) if body_hashes is None else body_hashes)
+                part_weights.append(w)
+            else:
+                by_weight.setdefault(w, []).extend(texts_of[name])
+        for w, texts in by_weight.items():  # a weight's fields tokenised in one call (no token spans a newline)
+            parts.append(normalizer.term_hashes(tokenize("\n".join(texts))))
+            part_weights.append(w)
+        if sum(p.size for p in parts) < 1 << 26:
+            hashes, sums = _fast.tdw_sums(parts, part_weights)
+            return TermVector(np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(sums, dtype=np.float32))
+    return weights_by_field(texts_of, normalizer, weights, body_terms, body_hashes)
+
+
+def weights_by_field(texts_of: dict[str, list[str]], normalizer: Normalizer, weights: Mapping[str, float],
+                     body_terms: list[str] | None = None, body_hashes: np.ndarray | None = None) -> TermVector:
+    """:func:`term_weights` of the page of these :func:`field_texts` with numpy, field by field: for any
+    weights (their sums added in field order), and the reference of its C path (tests/test_fast.py)."""
     field_weights: list[float] = []
     tokens: list[str] = []  # every field's tokens but the given body's, field after field
     field_of: list[int] = []  # their field's position in field_weights, a field's run of tokens at a time
     runs: list[int] = []
     body_at = -1  # the given body's position
-    for name, texts in field_texts(page).items():
+    for name, texts in texts_of.items():
         w = weights.get(name, 0.0)
         if not w or not any(texts):
             continue
-        if name == "body" and body_terms is not None:
+        if name == "body" and (body_terms is not None or body_hashes is not None):
             body_at = len(field_weights)
         else:
             # a field's texts tokenised in one call (no token spans a newline)
