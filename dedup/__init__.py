@@ -11,6 +11,12 @@ from __future__ import annotations
 
 import logging
 
+try:  # the two C modules (setup.py): a source checkout must be built before use
+    from . import _fast, _scan  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised by hand on an unbuilt checkout
+    raise ImportError(f"dedup's C modules (dedup/_scan.c, dedup/_fast.c) are not built ({exc}): run `make setup`, "
+                      "or `pip install -e .` with gcc and the Python headers installed") from exc
+
 from .deduplicator import ALGORITHM, STATUSES, DedupConfig, Deduplicator, Verdict
 from .features import Features, Featurizer
 from .mrc import IncompatibleSignature, ReferenceText, Signature, default_reference
