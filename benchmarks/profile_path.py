@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     def native_steps(html, url):
         """parse_page(extractor="native"), step by step."""
         text, page, scanned, tree = scanned_page(html, url, True)
-        teasers, prose = scanned[8], scanned[10]
+        teasers, prose = ex.main_teasers(scanned[8], scanned[7]), scanned[10]
         listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
                         lambda: [b for _, b in teasers], "native")
         if listing is not None:

@@ -29,7 +29,7 @@ from typing import Callable, Collection
 import lxml.etree
 import lxml.html
 
-__all__ = ["main_text", "native_text", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
+__all__ = ["main_text", "native_text", "main_teasers", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
            "check_extractor", "teasers", "title_links", "element_text", "tree_of"]
 
 logger = logging.getLogger(__name__)
@@ -314,6 +314,29 @@ def _teaser_listing(prose: str, texts: list[str], block_texts: Callable[[], list
 
 
 # -- the native extractor: dedup._scan's main-content lines ------------------------------------------------
+def main_teasers(items: list[tuple[str, str]], lines: str | None) -> list[tuple[str, str]]:
+    """The teasers (``(text, block text)`` each, the scanner's) that lie in the main content the scanner's
+    walk kept: those whose block text begins with one of its ``lines`` (the title, or the whole teaser when
+    title and snippet share a line). A "most read" or "related" list in an ``<aside>``, a ``nav`` or a
+    boilerplate block is left out of the listing test and of a listing's text: on a site whose every page
+    carries the same sidebar teasers, two listings otherwise share those lines (same-site seed 1's
+    ``archive-0011`` read as ``archive-0010``; docs/performance.md, "Why native loses three pages").
+    ``lines`` None (not asked for): ``items`` unchanged."""
+    if lines is None or not items:
+        return items
+    starts: dict[str, list[str]] = {}
+    for line in lines.split("\n"):
+        if line:
+            starts.setdefault(line.split(" ", 1)[0], []).append(line)
+    out = []
+    for item in items:
+        block = item[1]
+        if any(block.startswith(line) and (len(block) == len(line) or block[len(line)] == " ")
+               for line in starts.get(block.split(" ", 1)[0], ())):
+            out.append(item)
+    return out
+
+
 def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
                 tree: Callable[[], lxml.html.HtmlElement | None]) -> tuple[str, str]:
     """:func:`main_text` from the scanner's output: ``prose`` (what :func:`_prose` keeps of its

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, unquote
 import lxml.html
 
 from .encoding import decode_html, looks_binary
-from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree
+from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree, main_teasers
 from .extractcheck import checked_main_text, checked_native_text, list_share
 from .text import split_sentences
 
@@ -188,7 +188,7 @@ def _scanned_page(text: str, page: Page, scanned: tuple, extractor: str, max_tex
     HTML and teasers, or (extractor ``native``) the scanner's main-content lines. lxml parses the page only
     when trafilatura or the densest block has to read it (once: the tree is cached)."""
     (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
-     _, teasers, nodes, prose, article) = scanned
+     lines, teasers, nodes, prose, article) = scanned
     if not nodes:  # nothing but comments, a doctype or stray end tags: lxml finds no document either
         page.extraction = "unparseable"
         return page
@@ -199,7 +199,7 @@ def _scanned_page(text: str, page: Page, scanned: tuple, extractor: str, max_tex
         (page.anchors_same if same else page.anchors_other).append(label)
     labels = page.anchors_same + page.anchors_other
     if extractor == "native":
-        page.text, page.extraction = checked_native_text(text, prose, teasers, labels)
+        page.text, page.extraction = checked_native_text(text, prose, main_teasers(teasers, lines), labels)
     else:
         page.text, page.extraction = checked_main_text(
             text, cache(lambda: lxml_tree(text)), labels, extractor=extractor,

@@ -346,3 +346,30 @@ def test_the_scanners_prose_filter_is_prose_and_legal(phrase):
     assert result[10] == ex._prose(result[7], heads)
     line = " ".join(f"{filler} {phrase}".split())
     assert (line in result[10].split("\n")) != bool(ex._LEGAL.search(line))
+
+
+def _teaser(k: int, where: str) -> str:
+    return (f'<li><h3><a href="/{where}/{k}.html">The {where} story number {k} of the day</a></h3>'
+            f'<p>A snippet of the {where} story {k}, one sentence of twenty words or more that says what the story '
+            f'is about and why it matters.</p>'
+            f'<small>2025-01-0{k % 9 + 1} by Ada Moss</small></li>')
+
+
+def test_a_native_listings_teasers_are_those_of_its_main_content():
+    """A "most read" list in an <aside> (a sidebar every page of the site carries) is no part of a listing's
+    text with the native extractor: only the teasers whose title line the main-content walk kept."""
+    main = "".join(_teaser(k, "latest") for k in range(8))
+    side = "".join(f'<li><a href="/read/{k}.html">The most read story number {k} today</a> '
+                   f'<span>Why readers read the most read story {k} again and again this week, and what they said '
+                   f'about it afterwards.</span></li>'
+                   for k in range(5))
+    html = (f"<html><head><title>Latest</title></head><body><main><h1>Latest news</h1><ul>{main}</ul></main>"
+            f"<aside><h2>Most read</h2><ol>{side}</ol></aside></body></html>")
+    page = pg.parse_page(html, URL, extractor="native")
+    assert page.extraction == "listing"
+    lines = page.text.split("\n")
+    assert len(lines) == 8 and all(line.startswith("The latest story number") for line in lines)
+    _, _, _, _, _, _, _, main_lines, items, _, _, _ = scan(html, True, "example.org", True)
+    assert len(items) == 13  # the scanner's teasers are the page's (as dedup.extract.teasers reads them)
+    assert ex.main_teasers(items, main_lines) == items[:8]
+    assert ex.main_teasers(items, None) == items
