@@ -33,7 +33,8 @@ _NOT_KEYED_DIRS = {"commands", "cli"}
 
 def source_key() -> str:
     h = hashlib.sha1()
-    for path in sorted((ROOT / "dedup").rglob("*.py")):
+    code = [p for pattern in ("*.py", "*.c", "*.h") for p in (ROOT / "dedup").rglob(pattern)]  # C modules too
+    for path in sorted(code):
         if path.name not in _NOT_KEYED and not _NOT_KEYED_DIRS & set(path.relative_to(ROOT / "dedup").parts[:-1]):
             h.update(path.relative_to(ROOT).as_posix().encode())
             h.update(path.read_bytes())
