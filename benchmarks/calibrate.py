@@ -156,6 +156,11 @@ def choose(train: list[dict[str, Any]], extra_neg: list[dict[str, Any]], names: 
     return best[1]
 
 
+def parse_seeds(text: str, seed: int) -> list[int]:
+    """``--train-seeds``'s comma-separated seeds; none given: ``seed`` alone."""
+    return [int(x) for x in text.split(",") if x.strip()] or [seed]
+
+
 def training_rows(gold_dir: Path, neg_dir: Path, mixed: list[dict[str, Any]], train_seeds: list[int],
                   site_train: bool = True, **kw: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(train, extra)``: the goldset-dev + negatives-dev rows of every seed of ``train_seeds`` pooled
@@ -268,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     gold = calib_data.rows("gold", [gold_dir], **kw)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], **kw)
     site1 = calib_data.rows("site1", [calib_data.same_site(1)], **kw)
-    train_seeds = [int(x) for x in args.train_seeds.split(",") if x.strip()] or [args.seed]
+    train_seeds = parse_seeds(args.train_seeds, args.seed)
     train, extra = training_rows(gold_dir, neg_dir, mixed, train_seeds, args.site_train, **kw)
 
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}

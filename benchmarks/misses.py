@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     gold_dir, neg_dir = Path(args.goldset), Path(args.negatives)
     gold = calib_data.rows("gold", [gold_dir], seed=args.seed)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], seed=args.seed)
-    train_seeds = [int(x) for x in args.train_seeds.split(",") if x.strip()] or [args.seed]
+    train_seeds = calibrate.parse_seeds(args.train_seeds, args.seed)
     train, extra = calibrate.training_rows(gold_dir, neg_dir, mixed, train_seeds, seed=args.seed)
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
     cv = calibrate.cross_validate(mixed, gold, extra, list(calibrate.DEFAULT_FEATURES), 1.0, negatives, negatives,

@@ -93,8 +93,7 @@ def main(argv=None) -> int:
         """parse_page(extractor="native"), step by step."""
         text, page, scanned, tree = scanned_page(html, url, True)
         teasers, prose = ex.main_teasers(scanned[8], scanned[7]), scanned[10]
-        listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
-                        lambda: [b for _, b in teasers], "native")
+        listing = timed("listing reader (teasers)", ex._scanned_listing, prose, teasers, "native")
         if listing is not None:
             main, method = listing
         elif ex.too_little(prose):
@@ -132,8 +131,7 @@ def main(argv=None) -> int:
             raw = timed("resiliparse main content", extract_plain_text, (article and article[2]) or text,
                         **ex._RESILIPARSE)
             prose = timed("prose and heading lines", lambda: ex._prose(ex._lines(raw), heads))
-            listing = timed("listing reader (teasers)", ex._teaser_listing, prose, [t for t, _ in teasers],
-                            lambda: [b for _, b in teasers], "resiliparse")
+            listing = timed("listing reader (teasers)", ex._scanned_listing, prose, teasers, "resiliparse")
             if listing is not None:
                 main, method = listing
             elif ex.too_little(prose):

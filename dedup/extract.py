@@ -164,8 +164,7 @@ def tree_of(tree: Tree) -> lxml.html.HtmlElement | None:
 def trafilatura_text(html: str, tree: Tree = None) -> str:
     from trafilatura import extract
 
-    tree = tree_of(tree)
-    tree = lxml_tree(html) if tree is None else tree
+    tree = lxml_tree(html) if tree is None else tree_of(tree)  # a parse that failed is not tried again
     if tree is None:
         return ""
     try:
@@ -354,15 +353,24 @@ def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
     if prose is None:
         text = trafilatura_text(html, tree())
         return text, "trafilatura" if text else "none"
-    text = prose
-    listing = _teaser_listing(text, [t for t, _ in items], lambda: [b for _, b in items], "native")
+    return _decided(prose, _scanned_listing(prose, items, "native"), html, tree, "native")
+
+
+def _scanned_listing(prose: str, items: list[tuple[str, str]], method: str) -> tuple[str, str] | None:
+    """:func:`_teaser_listing` of the scanner's teasers (``(text, block text)`` each)."""
+    return _teaser_listing(prose, [t for t, _ in items], lambda: [b for _, b in items], method)
+
+
+def _decided(text: str, listing: tuple[str, str] | None, html: str, tree: Tree, method: str) -> tuple[str, str]:
+    """The fast extract's answer: the listing reader's when it read the page as one, else trafilatura's
+    text when the fast one is too little and trafilatura's is longer, else ``text`` (named ``method``)."""
     if listing is not None:
         return listing
     if too_little(text):
-        slow = trafilatura_text(html, tree())
+        slow = trafilatura_text(html, tree)
         if slow and (len(slow) > len(text) or not text):
             return slow, "trafilatura-fallback"
-    return text, "native" if text else "none"
+    return text, method if text else "none"
 
 
 def main_text(html: str, tree: Tree = None, *,
@@ -396,14 +404,5 @@ def main_text(html: str, tree: Tree = None, *,
         logger.debug("resiliparse failed", exc_info=True)
         raw = ""
     text = _prose(raw, headings)
-    if scanned is None:
-        listing = _listing(text, tree, links)
-    else:
-        listing = _teaser_listing(text, [t for t, _ in items], lambda: [b for _, b in items], "resiliparse")
-    if listing is not None:
-        return listing
-    if too_little(text):
-        slow = trafilatura_text(html, tree)
-        if slow and (len(slow) > len(text) or not text):
-            return slow, "trafilatura-fallback"
-    return text, "resiliparse" if text else "none"
+    listing = _listing(text, tree, links) if scanned is None else _scanned_listing(text, items, "resiliparse")
+    return _decided(text, listing, html, tree, "resiliparse")

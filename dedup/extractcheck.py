@@ -68,14 +68,14 @@ def list_share(text: str) -> float:
     return listed / total if total else 0.0
 
 
-def _label_words(labels: set[str]) -> str:
-    """The labels' words as one string, each word between spaces (normalised labels: words and single spaces)."""
-    return f" {' '.join(labels)} "
+def _label_words(labels: set[str]) -> set[str]:
+    """Every word of the (normalised) labels."""
+    return {w for label in labels for w in label.split()}
 
 
-def _all_labels(norm: str, label_words: str) -> bool:
+def _all_labels(norm: str, label_words: set[str]) -> bool:
     """A short line of several labels run together ("Home News Sport"): every word is a label's."""
-    return all(f" {w} " in label_words for w in norm.split())
+    return all(w in label_words for w in norm.split())
 
 
 def _own_text(el: lxml.html.HtmlElement) -> str:

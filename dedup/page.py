@@ -19,10 +19,7 @@ from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text,
 from .extractcheck import checked_main_text, checked_native_text, list_share
 from .text import split_sentences
 
-try:  # the C scanner of the native extractor, built by the install (setup.py); without it lxml's path reads
-    from ._scan import scan as _c_scan
-except ImportError:  # pragma: no cover - an install that did not compile it
-    _c_scan = None
+from ._scan import scan as _c_scan  # the C scanner (setup.py builds it; dedup/__init__ requires it)
 
 __all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
 
@@ -125,7 +122,7 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     to reach lexbor's nodes from Python in resiliparse 2.0. lxml parses the page only when trafilatura
     or the densest-block fallback has to read it (too little prose, more than MAX_TAGS tags, navigation).
     With ``extractor="native"`` the scanner's main-content lines replace resiliparse's text too. When the
-    scanner cannot read a page (or is not built), lxml's tree gives the fields (:func:`_fields`, the
+    scanner cannot read a page, lxml's tree gives the fields (:func:`_fields`, the
     reference the scanner is tested against) and the rest.
     """
     check_extractor(extractor)
@@ -143,9 +140,10 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     if not text.strip():
         page.extraction = "empty"
         return page
-    scanned = _scan(text, _host(url), lines=extractor == "native")
+    own = _host(url)
+    scanned = _scan(text, own, lines=extractor == "native")
     if scanned is not None:
-        return _scanned_page(text, page, scanned, extractor, max_text_chars)
+        return _scanned_page(text, page, own, scanned, extractor, max_text_chars)
     if extractor == "native":
         extractor = "resiliparse"  # the scanner failed on this page: lxml's path decides it
     tree = lxml_tree(text)
@@ -173,9 +171,7 @@ def _finish(page: Page, max_text_chars: int | None) -> Page:
 def _scan(text: str, own: str, lines: bool = True) -> tuple | None:
     """The C scanner's reading of ``text`` (dedup/_scan.c; ``own``: the page's host, :func:`_host`;
     ``lines``: the native extractor's main-content lines too), or None when it cannot read it (a lone
-    surrogate, the module not built, any error): the caller then takes lxml's path."""
-    if _c_scan is None:
-        return None
+    surrogate, any error): the caller then takes lxml's path."""
     try:
         return _c_scan(text, text.count("<") <= MAX_TAGS, own, lines)
     except Exception:  # whatever goes wrong (memory), lxml's path still reads the page
@@ -183,7 +179,8 @@ def _scan(text: str, own: str, lines: bool = True) -> tuple | None:
         return None
 
 
-def _scanned_page(text: str, page: Page, scanned: tuple, extractor: str, max_text_chars: int | None) -> Page:
+def _scanned_page(text: str, page: Page, own: str, scanned: tuple, extractor: str,
+                  max_text_chars: int | None) -> Page:
     """``page`` from the scanner's fields, and its main text: resiliparse's from the scanner's one-<article>
     HTML and teasers, or (extractor ``native``) the scanner's main-content lines. lxml parses the page only
     when trafilatura or the densest block has to read it (once: the tree is cached)."""
@@ -192,7 +189,6 @@ def _scanned_page(text: str, page: Page, scanned: tuple, extractor: str, max_tex
     if not nodes:  # nothing but comments, a doctype or stray end tags: lxml finds no document either
         page.extraction = "unparseable"
         return page
-    own = _host(page.url)
     for href, label, same in anchors:  # same: the scanner read the href's host, None where it left it to us
         if same is None:
             same = _href_host(href.strip(), own) == own

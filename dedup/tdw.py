@@ -20,7 +20,7 @@ from typing import Mapping
 import numpy as np
 
 from . import _fast
-from .bits import run_starts, sorted_common
+from .bits import sorted_common
 from .page import Page
 from .simhash import hash_terms
 from .text import Normalizer, tokenize
@@ -175,16 +175,6 @@ def weights_by_field(texts_of: dict[str, list[str]], normalizer: Normalizer, wei
         fields = np.concatenate((fields, np.full(body.size, body_at, dtype=np.intp)))
     if not hashes.size:
         return TermVector(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32))
-    if _exact_sums(field_weights, hashes.size):
-        # every sum of these weights is exact in float64, so in any order the same as in field order:
-        # each token's field weight summed by term, one sort by term hash
-        order = hashes.argsort()
-        hashes = hashes[order]
-        starts = run_starts(hashes)
-        total = np.add.reduceat(np.array(field_weights)[fields[order]], starts)
-        terms = hashes[starts]
-        keep = total > 0
-        return TermVector(terms[keep] if not keep.all() else terms, total[keep].astype(np.float32))
     order = np.lexsort((fields, hashes))  # by term, then field (the sums below add in field order)
     hashes, fields = hashes[order], fields[order]
     # runs of one term in one field: count x weight

@@ -337,8 +337,6 @@ class PackagedWordNet:
                             for entry in other[base].split("\t"):
                                 pos, _, mapped = entry.partition("=")
                                 tables[pos][base] = mapped
-        self._tables = tables
-        self._exception_map = exceptions
         # per part of speech in morphy's order: its lemmas, its exception list, its suffix rules
         self._by_pos = tuple((tables[pos], exceptions[pos], tuple(subs[pos])) for pos in POS_LIST)
 
@@ -412,6 +410,9 @@ class Normalizer:
     once when it is not; ``True`` requires WordNet; ``False`` switches it off.
     """
 
+    #: tokens kept in each cache (token -> term, token -> term hash): ~60 bytes each in the second
+    CACHE_SIZE = 500_000
+
     def __init__(self, *, word_mapping: bool | None = None, stem: bool = True, stopwords: bool = True) -> None:
         self.stemmer = _PorterStemmer() if stem else None
         self.stopwords = frozenset(self._stopwords()) if stopwords else frozenset()
@@ -466,7 +467,7 @@ class Normalizer:
             else:
                 mapped = self.map_word(token)
                 cached = self.stemmer.stem(mapped) if self.stemmer and mapped.isalpha() else mapped
-            if len(self._cache) < 500_000:
+            if len(self._cache) < self.CACHE_SIZE:
                 self._cache[token] = cached
         return cached
 
@@ -488,18 +489,19 @@ class Normalizer:
         each term's UTF-8 bytes), by one C call (dedup/_fast.c) of lookups in a cache of token -> term
         hash, as big as the terms' cache (500,000 tokens, ~60 bytes each); a token it misses is added
         first, from :meth:`term`. Past the cache's size, the terms are hashed here."""
-        made = _fast.term_hashes(tokens, self._hashes)
-        if isinstance(made, list):  # the tokens not cached yet
-            hashes, term = self._hashes, self.term
+        hashes = self._hashes
+        made = _fast.term_hashes(tokens, hashes)
+        if isinstance(made, list) and len(hashes) < self.CACHE_SIZE:  # the tokens not cached yet: cache them
+            term = self.term
             for token in made:
-                if len(hashes) < 500_000 and token not in hashes:
+                if len(hashes) < self.CACHE_SIZE and token not in hashes:
                     t = term(token)
                     hashes[token] = xxhash.xxh3_64_intdigest(t.encode()) if t else None
             made = _fast.term_hashes(tokens, hashes)
-            if isinstance(made, list):  # the cache is full
-                kept = list(filter(None, self.term_list(tokens)))
-                return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, kept)), dtype=np.uint64,
-                                   count=len(kept))
+        if isinstance(made, list):  # the cache is full
+            kept = list(filter(None, self.term_list(tokens)))
+            return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, kept)), dtype=np.uint64,
+                               count=len(kept))
         return np.frombuffer(made, dtype=np.uint64)
 
     def terms(self, text: str) -> list[str]:

@@ -80,10 +80,10 @@ def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | Non
             from .local.lock import in_use
 
             return in_use(Path(_local_path(uri)))
-        from .elastic import CONNECT_OPTIONS, IndexUnavailable
+        from .elastic import IndexUnavailable, _split
         from .elastic.connect import connect
 
-        es, name = connect(uri, **{k: v for k, v in (es_options or {}).items() if k in CONNECT_OPTIONS})
+        es, name = connect(uri, **_split(es_options or {}, ())[0])  # an unknown option: None, opening says
     except Exception:
         return None
     try:

@@ -184,6 +184,10 @@ def test_every_goldset_dev_page_gets_the_former_sketch_simhash_and_signature(fea
         assert f.simhash == former_simhash(terms.tdw.hashes, terms.tdw.weights)
         assert _fast.simhash(terms.tdw.hashes, terms.tdw.weights) is not None  # the presets' sums are exact
         assert same_array(f.signature.vector, ref.signature_of_counts(*gram_counts(page.text)).vector)
+        if page.text.strip():  # and it was C's, not signature()'s numpy fallback
+            folded = page.text if page.text.isascii() else " ".join(page.text.lower().split())
+            assert _fast.mrc_signature(folded, ref._unique, ref._rows, ref._cols, ref._values,
+                                       ref._part_norm) is not None
         non_ascii += not page.text.isascii()
     assert non_ascii > 100  # both of mrc_signature's tables were compared
 
@@ -294,6 +298,7 @@ def test_term_hashes_are_the_terms_hashes(tokens, more):
     norm = Normalizer()
     want = former_body_hashes(norm, tokens)
     assert same_array(norm.term_hashes(tokens), want)  # every token a miss first
+    assert isinstance(_fast.term_hashes(tokens, norm._hashes), bytearray)  # then C finds every one
     assert same_array(norm.term_hashes(tokens), want)  # then all cached
     assert same_array(norm.term_hashes(tokens + more), former_body_hashes(norm, tokens + more))
 
