@@ -337,8 +337,9 @@ class PackagedWordNet:
                             for entry in other[base].split("\t"):
                                 pos, _, mapped = entry.partition("=")
                                 tables[pos][base] = mapped
-        # per part of speech in morphy's order: its lemmas, its exception list, its suffix rules
-        self._by_pos = tuple((tables[pos], exceptions[pos], tuple(subs[pos])) for pos in POS_LIST)
+        # per part of speech in morphy's order: its lemmas, its exception list, its suffix rules by the last
+        # letter of their suffix (in their order: a word is only tried on the rules that can match it)
+        self._by_pos = tuple((tables[pos], exceptions[pos], _rules_by_last_letter(subs[pos])) for pos in POS_LIST)
 
     def mapped(self, word: str) -> str | None:
         """The mapped word of alphabetic ``word``'s first synset ('' when it has no single-word lowercase
@@ -352,7 +353,7 @@ class PackagedWordNet:
                 return found
             bases = exceptions.get(word)
             if bases is None:
-                for old, new in rules:
+                for old, new in rules.get(word[-1:], ()):
                     if word.endswith(old):
                         found = table.get(word[: -len(old)] + new)
                         if found is not None:
@@ -368,6 +369,17 @@ class PackagedWordNet:
         """The mapped word of alphabetic ``word``'s first synset as a one-name list ([] when there is none)."""
         found = self.mapped(word)
         return [found] if found else []
+
+
+def _rules_by_last_letter(rules: list[tuple[str, str]]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """morphy's ``(suffix, replacement)`` rules of one part of speech by their suffix's last letter, in their
+    order (every suffix has one: a word ending otherwise matches none)."""
+    if not all(old for old, _ in rules):
+        raise ValueError(f"a morphy rule without a suffix: {rules}")
+    out: dict[str, list[tuple[str, str]]] = {}
+    for old, new in rules:
+        out.setdefault(old[-1], []).append((old, new))
+    return {last: tuple(found) for last, found in out.items()}
 
 
 def _load_packaged_wordnet() -> PackagedWordNet:
