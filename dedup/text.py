@@ -505,22 +505,15 @@ class Normalizer:
     def term_hashes(self, tokens: list[str]) -> np.ndarray:
         """``hash_terms([t for t in term_list(tokens) if t])`` (:func:`dedup.simhash.hash_terms`: xxh3-64 of
         each term's UTF-8 bytes), by one C call (dedup/_fast.c) of lookups in a cache of token -> term
-        hash, as big as the terms' cache (500,000 tokens, ~60 bytes each); a token it misses is added
-        first, from :meth:`term`. Past the cache's size, the terms are hashed here."""
-        hashes = self._hashes
-        made = _fast.term_hashes(tokens, hashes)
-        if isinstance(made, list) and len(hashes) < self.CACHE_SIZE:  # the tokens not cached yet: cache them
-            term = self.term
-            for token in made:
-                if len(hashes) < self.CACHE_SIZE and token not in hashes:
-                    t = term(token)
-                    hashes[token] = xxhash.xxh3_64_intdigest(t.encode()) if t else None
-            made = _fast.term_hashes(tokens, hashes)
-        if isinstance(made, list):  # the cache is full
-            kept = list(filter(None, self.term_list(tokens)))
-            return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, kept)), dtype=np.uint64,
-                               count=len(kept))
-        return np.frombuffer(made, dtype=np.uint64)
+        hash, as big as the terms' cache (500,000 tokens, ~60 bytes each); a token it misses is hashed by
+        :meth:`_term_hash` in the same pass, and cached while the cache is not full."""
+        return np.frombuffer(_fast.term_hashes(tokens, self._hashes, self._term_hash, self.CACHE_SIZE),
+                             dtype=np.uint64)
+
+    def _term_hash(self, token: str) -> int | None:
+        """The xxh3-64 of ``token``'s term, None for a stop word (no term)."""
+        t = self.term(token)
+        return xxhash.xxh3_64_intdigest(t.encode()) if t else None
 
     def terms(self, text: str) -> list[str]:
         """Normalised terms of ``text`` in order, stop words removed."""
