@@ -911,8 +911,10 @@ static int eq_ci(const Py_UCS4 *p, Py_ssize_t len, const char *w) {
 }
 
 static int in_list(const Py_UCS4 *p, Py_ssize_t len, const char **list, int n) {
+    if (len <= 0) return 0; /* no word of a list is empty */
+    Py_UCS4 first = lower(p[0]); /* most words are told apart by their first letter */
     for (int k = 0; k < n; k++)
-        if (eq_ci(p, len, list[k])) return 1;
+        if ((Py_UCS4)(unsigned char)list[k][0] == first && eq_ci(p, len, list[k])) return 1;
     return 0;
 }
 
