@@ -67,7 +67,8 @@ def same_site(seed: int, pages: int = 600) -> Path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from negsite import generate
 
-    out = CACHE / "negsite" / f"seed{seed}-{pages}"
+    code = hashlib.sha1(b"".join((ROOT / "benchmarks" / f).read_bytes() for f in ("negsite.py", "sitegen.py")))
+    out = CACHE / "negsite" / f"seed{seed}-{pages}-{code.hexdigest()[:8]}"  # a changed generator: new pages
     if not (out / ".done").exists():
         generate(out, pages, seed)
         (out / ".done").write_text("")

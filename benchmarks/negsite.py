@@ -16,6 +16,12 @@ flagged or dropped is a false positive.  Deterministic for a seed; text from Wor
 * 25% listing pages: a "latest" archive paginated 20 teasers a page and sliding by 10, so pages k
   and k+1 share half their items; section pages; tag pages whose item sets overlap;
 * 15% very short pages: briefs of one or two sentences and photo captions.
+
+No sentence of WordNet is drawn twice for a site's own text (bodies, briefs, deks): the items are
+distinct, so the only text they share is the template's, the formulas' and the teasers'. Drawing with
+replacement (until 2026-11-27) put ~47 sentences on two pages each; a two-sentence item then shared half
+its text with another (``news-0047`` and ``news-0066`` of seed 2: one 28-word gloss), a partial copy
+rather than a negative.
 """
 from __future__ import annotations
 
@@ -67,6 +73,7 @@ class NegativeSite:
         self.rng = random.Random(seed)
         self.sentences = load_sentences()
         self.pages = pages
+        self.used: set[str] = set()
         rng = self.rng
         n_items = max(40, int(pages * 0.6))
         self.items = [self._item(i) for i in range(n_items)]
@@ -78,12 +85,20 @@ class NegativeSite:
                                             "Corrections", "Newsletters", "Archive", "Subscribe", "Help",
                                             "Site map", "Accessibility", "Cookies", "Staff", "Ethics")))
 
+    def sentence(self) -> str:
+        """A sentence no other page's own text has (drawn again on a repeat)."""
+        while True:
+            s = self.rng.choice(self.sentences)
+            if s not in self.used:
+                self.used.add(s)
+                return s
+
     def _item(self, i: int) -> dict:
         rng, sents = self.rng, self.sentences
         words = rng.choice(sents).rstrip(".").split()[: rng.randint(4, 8)]
         return {"id": i, "slug": f"item-{i:05d}", "section": SECTIONS[i % len(SECTIONS)],
                 "tags": rng.sample(TAGS, rng.randint(1, 3)), "headline": " ".join(words).capitalize(),
-                "dek": rng.choice(sents), "author": rng.choice(NAMES), "date": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}"}
+                "dek": self.sentence(), "author": rng.choice(NAMES), "date": f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}"}
 
     # -- template ---------------------------------------------------------------------------------
     def page(self, title: str, body: str) -> str:
@@ -109,7 +124,7 @@ class NegativeSite:
     # -- page kinds -------------------------------------------------------------------------------
     def news(self, it: dict) -> str:
         rng = self.rng
-        paragraphs = [" ".join(rng.choice(self.sentences) for _ in range(rng.randint(1, 3)))
+        paragraphs = [" ".join(self.sentence() for _ in range(rng.randint(1, 3)))
                       for _ in range(rng.randint(2, 5))]
         tags = " ".join(f'<a href="/tag/{t}.html">{t}</a>' for t in it["tags"])
         body = (f'<article><h1>{_esc(it["headline"])}</h1><p class="byline">By {_esc(it["author"])}, '
@@ -140,7 +155,7 @@ class NegativeSite:
     def brief(self, k: int) -> str:
         rng = self.rng
         headline = " ".join(rng.choice(self.sentences).rstrip(".").split()[: rng.randint(4, 8)]).capitalize()
-        text = " ".join(rng.choice(self.sentences) for _ in range(rng.randint(1, 2)))
+        text = " ".join(self.sentence() for _ in range(rng.randint(1, 2)))
         body = f'<article><h1>{_esc(headline)}</h1><p>{_esc(text)}</p></article>'
         return self.page(headline, body)
 

@@ -14,9 +14,10 @@ warm page's HTML is parsed again (untimed) before its steps, as in a crawl, wher
 between two pages' checks: what the extraction does to the CPU caches and the allocator, without the
 word cache's first-sight misses (a cold pass pays both).
 
-``--extractor native``: the steps of the native extractor instead (decoding, the C scan that gives the
-fields, the anchors' hosts, the main-content lines, the prose and heading lines and the teasers, then the
-listing reader, lxml's parse and trafilatura when too little prose is left, the navigation check, sentences).
+``--extractor`` (default ``native``, the default extractor): ``native``'s steps are decoding, the C scan
+that gives the fields, the anchors' hosts, the main-content lines, the prose and heading lines and the
+teasers, then the listing reader, lxml's parse and trafilatura when too little prose is left, the navigation
+check, sentences; ``resiliparse``'s are those of the first paragraph.
 """
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ def main(argv=None) -> int:
     p.add_argument("--warm", type=int, default=3, help="warm passes after extraction (default 3)")
     p.add_argument("--warm-parse", action="store_true",
                    help="warm passes parse each page's HTML (untimed) before its steps, as a crawl does")
-    p.add_argument("--extractor", choices=("resiliparse", "native"), default="resiliparse",
-                   help="whose steps are timed (default resiliparse, today's default)")
+    p.add_argument("--extractor", choices=("resiliparse", "native"), default="native",
+                   help="whose steps are timed (default native, the default extractor)")
     args = p.parse_args(argv)
     if common.goldset_missing(args.goldset):
         print(common.goldset_missing(args.goldset))

@@ -80,13 +80,13 @@ SETTINGS: tuple[Setting, ...] = (
             f"`shards` ({_ES['shards']}), `replicas` (the cluster's default). "
             "User and password go in the URI: `https://USER:PASSWORD@HOST:9200/INDEX`."),
     Setting("DEDUP_EXTRACTOR", _CONFIG.extractor,
-            f"Main-text extractor for HTML: {', '.join(f'`{e}`' for e in EXTRACTORS)}. `resiliparse` (~1 ms a "
-            "page) keeps its lines of 20 words or more and the headings over them, reads a listing page "
-            "(search results, section fronts) as its teasers, and falls back to trafilatura where too little "
-            "is left; `trafilatura` (~20 ms) alone; `auto` is `resiliparse`; `native` (~0.3 ms) reads the fields "
-            "and the main-content lines in one pass of our C scanner (`dedup._scan`) instead of lxml + "
-            "resiliparse, with the same prose, listing and fallback rules. The verdict's `extraction` names "
-            "the one used."),
+            f"Main-text extractor for HTML: {', '.join(f'`{e}`' for e in EXTRACTORS)}. `native` (~0.3 ms a page, "
+            "the default) reads the fields and the main-content lines in one pass of our C scanner "
+            "(`dedup._scan`): lines of 20 words or more and the headings over them, a listing page (search "
+            "results, section fronts) read as its teasers, trafilatura where too little is left; `resiliparse` "
+            "(~1 ms) takes the text from resiliparse's main-content pass instead (a second parse of each page), "
+            "with the same prose, listing and fallback rules; `trafilatura` (~20 ms) alone; `auto` is "
+            "`resiliparse`. The verdict's `extraction` names the one used."),
     Setting("DEDUP_HTML_FIELD", "html",
             "Item field holding raw HTML (str or bytes; an optional `content_type` field gives its charset), "
             "parsed once by `DedupPipeline`, which fills in the item's `title` and `text` where it has none; "

@@ -96,7 +96,8 @@ def test_features_of_the_sample_site_are_pinned():
     # every feature of every sample-site page, hashed: a speed-up of the featurizer must leave all of
     # them as they were (pinned from the code before the vectorised TDW sums). The MRC signature is
     # rounded: its float64 matrix product may differ in the last bits with another BLAS. A deliberate
-    # change of extraction or features changes this digest: re-pin it, saying why, with accuracy shown
+    # change of extraction or features changes this digest: re-pin it, saying why, with accuracy shown.
+    # The pages are read by resiliparse, the extractor of the pin (native became the default later)
     import hashlib
     from pathlib import Path
 
@@ -104,7 +105,7 @@ def test_features_of_the_sample_site_are_pinned():
     fz = Featurizer()
     h = hashlib.sha256()
     for path in sorted(site.rglob("*.html")):
-        f = fz(parse_page(path.read_bytes(), f"http://site.test/{path.relative_to(site)}"))
+        f = fz(parse_page(path.read_bytes(), f"http://site.test/{path.relative_to(site)}", extractor="resiliparse"))
         for part in (f.content_hash, f.title_key, str(f.simhash), str(f.shingle_count), str(f.sentences)):
             h.update(part.encode())
         for arr in (f.tdw.hashes, f.tdw.weights, f.chunks, f.shingles, np.round(f.signature.vector, 3)):

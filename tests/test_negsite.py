@@ -48,3 +48,20 @@ def test_no_two_pages_share_their_main_element(negsite, tmp_path):
         text = " ".join(main.text_content().split())
         texts.setdefault(hashlib.sha1(text.encode()).hexdigest(), []).append(path.parent.name)
     assert all(len(v) == 1 for v in texts.values()), [v for v in texts.values() if len(v) > 1]
+
+
+def test_no_two_items_share_a_sentence_of_their_own(negsite, tmp_path):
+    """News items and briefs are distinct: no 8-word run of their paragraphs is on another page's."""
+    import lxml.html
+
+    negsite.generate(tmp_path, pages=600, seed=2)
+    seen: dict[tuple[str, ...], str] = {}
+    shared = []
+    for path in sorted([*tmp_path.glob("news-*/page.html"), *tmp_path.glob("brief-*/page.html")]):
+        article = lxml.html.fromstring(path.read_bytes()).find(".//article")
+        words = " ".join(p.text_content() for p in article.findall("p")
+                         if p.get("class") not in ("byline", "tags")).split()
+        for gram in {tuple(words[i:i + 8]) for i in range(len(words) - 7)}:
+            if seen.setdefault(gram, path.parent.name) != path.parent.name:
+                shared.append((seen[gram], path.parent.name))
+    assert not shared, sorted(set(shared))[:5]

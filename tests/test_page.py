@@ -1,3 +1,5 @@
+import pytest
+
 from dedup.page import parse_page, url_tokens
 
 HTML = """<html><head><title> Harbour  bridge to close </title>
@@ -22,7 +24,7 @@ def test_fields_and_main_text():
     assert "corrosion in the main cables" in page.text
     assert "Copyright" not in page.text
     assert len(page.sentences) >= 4
-    assert page.extraction == "resiliparse"  # the default extractor
+    assert page.extraction == "native"  # the default extractor
     # the headline and the subheading introduce prose: kept, though short, so the text keeps its outline
     assert page.text.split("\n")[:2] == ["Harbour bridge to close", "Repairs"]
 
@@ -64,13 +66,14 @@ def test_a_search_result_page_is_read_as_its_teasers_not_its_snippets():
     assert parse_page(results_page(divs), "http://a.example/search?q=bridge").extraction == "listing"
 
 
-def test_an_article_with_related_links_is_not_a_listing():
+@pytest.mark.parametrize("extractor", ["native", "resiliparse"])
+def test_an_article_with_related_links_is_not_a_listing(extractor):
     related = "".join(f"<li><a href='/story/{i}'>{t}</a></li>" for i, (t, _) in enumerate(SNIPPETS))
     inline = "<p>As <a href='/story/0'>we reported last week</a>, the council met engineers. " + " ".join(
         s for _, s in SNIPPETS) + "</p>"
     page = parse_page(HTML.replace("</article>", f"{inline}<h2>Related</h2><ul>{related}</ul></article>"),
-                      "http://www.example.org/news/harbour-bridge.html")
-    assert page.extraction == "resiliparse" and "corrosion in the main cables" in page.text
+                      "http://www.example.org/news/harbour-bridge.html", extractor=extractor)
+    assert page.extraction == extractor and "corrosion in the main cables" in page.text
     assert "Related" not in page.text.split("\n")  # a heading over links only is no outline
 
 
@@ -92,8 +95,6 @@ def test_fallback_when_the_fast_extract_has_no_prose():
 
 
 def test_unknown_extractor_is_refused():
-    import pytest
-
     with pytest.raises(ValueError, match="extractor must be one of resiliparse, trafilatura, auto"):
         parse_page(HTML, "http://a.example/", extractor="readability")
 
@@ -110,7 +111,8 @@ def test_bad_input_never_raises():
     assert parse_page(b"   ", "http://example.org/").extraction == "empty"
 
 
-def test_a_story_beside_a_longer_related_stories_list_is_read_as_the_story():
+@pytest.mark.parametrize("extractor", ["native", "resiliparse"])
+def test_a_story_beside_a_longer_related_stories_list_is_read_as_the_story(extractor):
     # as Plea/p24 and Sanitation/s2 of goldset-dev: a table layout whose related-stories teasers (title link,
     # date, snippet) hold more prose than the story beside them, an article of its own: the text is the story
     # (before: the teasers, read as a listing, so the page matched no copy of its story)
@@ -120,8 +122,8 @@ def test_a_story_beside_a_longer_related_stories_list_is_read_as_the_story():
     items = "".join(teaser.format(i=i) for i in range(8))
     story = HTML.split("<article>")[1].split("</article>")[0]
     html = HTML.replace(f"<article>{story}</article>", f"<table><tr><td>{story}</td></tr><tr><td>{items}</td></tr></table>")
-    page = parse_page(html, "http://www.example.org/news/harbour-bridge.html")
-    assert page.extraction == "resiliparse" and page.list_share == 0.0
+    page = parse_page(html, "http://www.example.org/news/harbour-bridge.html", extractor=extractor)
+    assert page.extraction == extractor and page.list_share == 0.0
     assert "corrosion in the main cables" in page.text and "Other news item" not in page.text
     # the same teasers with no story beside them: a listing, read as its teasers
     listing = parse_page(results_page(f"<div>{items}</div>"), "http://a.example/section/county")
