@@ -1585,6 +1585,9 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
             if (PyUnicode_READ_CHAR(own_host, k) > 0x7F) { own_host = NULL; break; } /* Python compares */
     }
     if (own_host && !(own = PyUnicode_AsUCS4Copy(own_host))) return NULL;
+#if PY_VERSION_HEX < 0x030C0000 /* a str made by the legacy API is made ready before its data is read below */
+    if (PyUnicode_READY(html) < 0) { PyMem_Free(own); return NULL; }
+#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(html), lt = 0;
     int surrogate = 0;
     Py_UCS4 *buf = ucs4_copy(html, n, &lt, &surrogate);

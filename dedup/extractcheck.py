@@ -70,7 +70,7 @@ def is_navigation(text: str, anchors: Iterable[str]) -> bool:
         else:
             longs.append(norm)
     # nav / total as navigation_share divides, with nav at most short + the long lines that are labels
-    if total and short / total < NAV_SHARE:
+    if longs and short / total < NAV_SHARE:  # (no long line: all is short, the share decides)
         least = min(map(len, longs))
         labels = set(normalise_texts([a for a in anchors if len(a) >= least or not a.isascii()]))
         if (short + sum(len(norm) for norm in longs if norm in labels)) / total < NAV_SHARE:
