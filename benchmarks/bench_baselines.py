@@ -21,6 +21,7 @@ favours them: they are not cross-validated).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -55,8 +56,13 @@ def stream(folders: list[Path], seed: int) -> list[tuple[str, Path]]:
 
 
 def texts(name: str, pages: list[tuple[str, Path]]) -> list[str]:
-    """trafilatura main texts, cached beside calibrate's rows."""
-    path = calib_data.CACHE / "texts" / f"{name}-{len(pages)}.json"
+    """trafilatura main texts, cached beside calibrate's rows, keyed by the pages (their paths, sizes and
+    times: a regenerated site is read again)."""
+    h = hashlib.sha1()
+    for _, p in pages:
+        st = p.stat()
+        h.update(f"{p.resolve()}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    path = calib_data.CACHE / "texts" / f"{name}-{len(pages)}-{h.hexdigest()[:12]}.json"
     if path.exists():
         return json.loads(path.read_text())
     import trafilatura

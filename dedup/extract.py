@@ -377,7 +377,7 @@ def _decided(text: str, listing: tuple[str, str] | None, html: str, tree: Tree, 
 
 
 def main_text(html: str, tree: Tree = None, *,
-              extractor: str = DEFAULT_EXTRACTOR, headings: Collection[str] = (),
+              extractor: str = "resiliparse", headings: Collection[str] = (),
               links: list[lxml.html.HtmlElement] | None = None,
               scanned: tuple[str | None, list[tuple[str, str]]] | None = None) -> tuple[str, str]:
     """Return ``(text, method)``: the page's main text with boilerplate removed, and which extractor
@@ -390,7 +390,12 @@ def main_text(html: str, tree: Tree = None, *,
     from dedup._scan (parse_page): the source of the page's one ``<article>`` without its comments (None
     when it has not exactly one) and the teasers as ``(text, block text)``, read instead of the tree's
     (:func:`_article`, :func:`teasers`); the tree is then parsed only when trafilatura runs.
+    ``extractor``: ``resiliparse`` (``auto``) or ``trafilatura``; ``native``'s text comes from the scanner's
+    lines, :func:`native_text` (``dedup.page.parse_page`` routes it), so it is refused here.
     """
+    if extractor == "native":
+        raise ValueError("main_text reads resiliparse's or trafilatura's text; native's is native_text's "
+                         "(parse_page(..., extractor='native'))")
     if extractor == "trafilatura" or html.count("<") > MAX_TAGS:
         text = trafilatura_text(html, tree)
         return text, "trafilatura" if text else "none"

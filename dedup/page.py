@@ -116,14 +116,15 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     ``page.truncated``. ``None`` turns a limit off. ``extractor``: see :mod:`dedup.extract`;
     ``page.extraction`` names the one that gave the text.
 
-    Our C scanner (dedup/_scan.c) gives the tagged fields, the listing reader's teasers and the page's
-    one ``<article>`` (resiliparse's input when there is one) in one pass; resiliparse parses the page
-    (or that article) with its own (lexbor) parser for the main text: 0.3 ms, against ~75 us per element
-    to reach lexbor's nodes from Python in resiliparse 2.0. lxml parses the page only when trafilatura
-    or the densest-block fallback has to read it (too little prose, more than MAX_TAGS tags, navigation).
-    With ``extractor="native"`` the scanner's main-content lines replace resiliparse's text too. When the
-    scanner cannot read a page, lxml's tree gives the fields (:func:`_fields`, the
-    reference the scanner is tested against) and the rest.
+    Our C scanner (dedup/_scan.c) gives the tagged fields, the listing reader's teasers and, with the
+    default ``extractor="native"``, the main-content lines, in one pass over the HTML. With
+    ``extractor="resiliparse"`` it gives the page's one ``<article>`` instead, resiliparse's input when
+    there is one, and resiliparse parses the page (or that article) again with its own (lexbor) parser for
+    the main text: 0.3 ms, against ~75 us per element to reach lexbor's nodes from Python in resiliparse
+    2.0. lxml parses the page only when trafilatura or the densest-block fallback has to read it (too
+    little prose, more than MAX_TAGS tags, navigation). When the scanner cannot read a page, lxml's tree
+    gives the fields (:func:`_fields`, the reference the scanner is tested against) and resiliparse the
+    text.
     """
     check_extractor(extractor)
     truncated = {}

@@ -49,6 +49,18 @@ def test_cli_evaluate_json_on_a_tiny_folder(tmp_path, capsys):
     assert f"reference text {default_reference().id} (shipped: {DEFAULT_REFERENCE_PATH}" in capsys.readouterr().out
 
 
+def test_ctrl_c_in_a_command_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
+    import dedup.cli.evaluate as ev
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ev, "evaluate", interrupted)
+    (tmp_path / "c").mkdir()
+    assert main(["evaluate", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == "dedup: interrupted\n"
+
+
 def test_cli_missing_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "nope")]) == 2
     assert "no such evaluation folder" in capsys.readouterr().err

@@ -99,6 +99,15 @@ def test_unknown_extractor_is_refused():
         parse_page(HTML, "http://a.example/", extractor="readability")
 
 
+def test_main_text_refuses_native_whose_text_is_the_scanners():
+    # main_text is resiliparse's and trafilatura's path: asked for native it would have run resiliparse
+    from dedup.extract import main_text
+
+    with pytest.raises(ValueError, match="native_text"):
+        main_text(HTML, extractor="native")
+    assert main_text(HTML)[1] == "resiliparse"
+
+
 def test_url_tokens():
     assert url_tokens("https://www.example.org/news/harbour-bridge.html?id=7&utm_source=x") == [
         "example", "org", "news", "harbour", "bridge", "id", "utm", "source", "x"]

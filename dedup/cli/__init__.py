@@ -36,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"dedup: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C in any command: one line, not a traceback (reindex says what it kept)
+        print("dedup: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `dedup ... | head`: the reader left; not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's final flush of stdout must not fail too
