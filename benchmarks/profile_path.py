@@ -84,7 +84,7 @@ def main(argv=None) -> int:
         page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
         own = pg._host(url)
         step = "native scan (C: fields, lines, prose, teasers)" if native else "C scan (fields, teasers, one <article>)"
-        scanned = timed(step, pg._c_scan, text, text.count("<") <= ex.MAX_TAGS, own, native)
+        scanned = timed(step, pg._c_scan, text, True, own, native, ex.MAX_TAGS)
         (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
          *_) = scanned
         timed("anchors' hosts (Python)", hosts, page, anchors, own)

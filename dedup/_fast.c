@@ -18,10 +18,12 @@
  *       text.lower().split()), which is the same for ASCII text): its character 3-grams counted in a hash table,
  *       the reference's sparse count matrix (rows, cols, values over the sorted unique grams) applied.
  *       None when the text holds a surrogate (Python's encoder refuses it) or a scale is zero.
- *   term_hashes(tokens, cache) -> bytearray | list
+ *   term_hashes(tokens, cache, make=None, cap=0) -> bytearray | list
  *       The xxh3-64 hashes of the tokens' terms, looked up in the normaliser's token -> hash cache
  *       (dedup.text.Normalizer.term_hashes; a stop word is cached as None and left out), as uint64
- *       bytes; or the list of the tokens the cache misses, which the caller adds before asking again.
+ *       bytes. A token the cache misses: with make, make(token) gives its hash (or None), added to the
+ *       cache while it holds fewer than cap entries, all in one pass; without, the list of the tokens
+ *       the cache misses is returned instead, for the caller to add before asking again.
  *   tdw_sums(parts, weights) -> (bytearray, bytearray)
  *       The TDW vector of parts of term hashes (uint64) with a weight each, when every sum of the
  *       weights is exact in float64 (dedup.tdw.term_weights checks): each distinct hash, sorted, with
@@ -586,9 +588,16 @@ fail_seq:
 /* term_hashes and tdw_sums                                                                         */
 
 static PyObject *term_hashes(PyObject *self, PyObject *args) {
-    PyObject *tokens, *cache;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &tokens, &PyDict_Type, &cache))
+    PyObject *tokens, *cache, *make = Py_None;
+    Py_ssize_t cap = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|On", &PyList_Type, &tokens, &PyDict_Type, &cache, &make, &cap))
         return NULL;
+    if (make == Py_None)
+        make = NULL;
+    else if (!PyCallable_Check(make)) {
+        PyErr_SetString(PyExc_TypeError, "term_hashes: make must be callable");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(tokens);
     for (Py_ssize_t i = 0; i < n; i++) /* exact str keys: no Python code runs in the lookups below */
         if (!PyUnicode_CheckExact(PyList_GET_ITEM(tokens, i))) {
@@ -598,26 +607,41 @@ static PyObject *term_hashes(PyObject *self, PyObject *args) {
     PyObject *out = PyByteArray_FromStringAndSize(NULL, n * 8), *missing = NULL;
     if (!out)
         return NULL;
-    uint64_t *h = (uint64_t *)PyByteArray_AS_STRING(out);
     Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* with make, the loop calls Python: the list is read again at every step and the token held while make runs */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tokens) && i < n; i++) {
         PyObject *token = PyList_GET_ITEM(tokens, i);
         PyObject *value = PyDict_GetItemWithError(cache, token); /* borrowed */
+        PyObject *made = NULL;
         if (!value) {
             if (PyErr_Occurred())
                 goto fail;
-            if (!missing && !(missing = PyList_New(0)))
-                goto fail;
-            if (PyList_Append(missing, token) < 0)
-                goto fail;
+            if (make) { /* the miss's hash (or None) from make, kept in the cache while it holds fewer than cap */
+                Py_INCREF(token);
+                made = PyObject_CallOneArg(make, token);
+                if (made && PyDict_GET_SIZE(cache) < cap && PyDict_SetItem(cache, token, made) < 0)
+                    Py_CLEAR(made);
+                Py_DECREF(token);
+                if (!made)
+                    goto fail;
+                value = made;
+            } else {
+                if (!missing && !(missing = PyList_New(0)))
+                    goto fail;
+                if (PyList_Append(missing, token) < 0)
+                    goto fail;
+                continue;
+            }
+        }
+        if (missing || value == Py_None) { /* None: a stop word, no term */
+            Py_XDECREF(made);
             continue;
         }
-        if (missing || value == Py_None) /* None: a stop word, no term */
-            continue;
         unsigned long long x = PyLong_AsUnsignedLongLong(value);
+        Py_XDECREF(made);
         if (x == (unsigned long long)-1 && PyErr_Occurred())
             goto fail;
-        h[kept++] = x;
+        ((uint64_t *)PyByteArray_AS_STRING(out))[kept++] = x;
     }
     if (missing) {
         Py_DECREF(out);
@@ -876,8 +900,9 @@ static PyMethodDef methods[] = {
     {"containment_many", containment_many, METH_VARARGS,
      "containment_many(a, a_total, bs, b_totals, min_size): [(containment, resemblance)] of a with each b."},
     {"term_hashes", term_hashes, METH_VARARGS,
-     "term_hashes(tokens, cache): the cached term hashes of tokens (stop words, cached as None, left out) as "
-     "uint64 bytes, or the list of tokens not in the cache."},
+     "term_hashes(tokens, cache, make=None, cap=0): the cached term hashes of tokens (stop words, cached as None, "
+     "left out) as uint64 bytes; a miss's from make(token), cached while the cache holds fewer than cap, or "
+     "without make the list of tokens not in the cache."},
     {"tdw_sums", tdw_sums, METH_VARARGS,
      "tdw_sums(parts, weights): each distinct hash of the parts with the sum of its parts' weights (when "
      "positive): (uint64 bytes, float32 bytes)."},

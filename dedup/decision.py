@@ -117,19 +117,25 @@ class Decision:
 
     def terms(self, scores: Mapping[str, Any]) -> dict[str, float]:
         """Each feature's contribution ``weight * x`` to the log-odds."""
-        x = features(scores)
+        return self._terms(features(scores))
+
+    def _terms(self, x: Mapping[str, float]) -> dict[str, float]:
         return {name: w * x[name] for name, w in self.weights.items()}
 
     def probability(self, scores: Mapping[str, Any]) -> float:
-        z = self.bias + sum(self.terms(scores).values())
+        return self._probability(self.terms(scores))
+
+    def _probability(self, terms: Mapping[str, float]) -> float:
+        z = self.bias + sum(terms.values())
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
 
     def explain(self, scores: Mapping[str, Any]) -> dict[str, Any]:
         """``{"p", "threshold", "copy", "signals"}``: the probability, the call, and the three features that
-        moved the log-odds most (name, value, contribution), for the verdict's readers."""
+        moved the log-odds most (name, value, contribution), for the verdict's readers. The features are
+        read from ``scores`` once (probability and terms would each read them again)."""
         x = features(scores)
-        terms = self.terms(scores)
-        p = self.probability(scores)
+        terms = self._terms(x)
+        p = self._probability(terms)
         top = sorted(terms, key=lambda k: -abs(terms[k]))[:3]
         return {"p": round(p, 4), "threshold": self.threshold, "copy": p >= self.threshold,
                 "signals": [f"{k} {x[k]:.3g} ({terms[k]:+.2f})" for k in top]}

@@ -12,6 +12,7 @@ _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
+_SPACE_RUNS = re.compile(rb"  +")
 #: ASCII letters and digits to themselves (lowercased), every other byte to a space
 _ASCII_WORDS = bytes(c + 32 if 65 <= c <= 90 else c if chr(c).isascii() and chr(c).isalnum() else 32
                      for c in range(256))
@@ -68,8 +69,9 @@ def content_hash(text: str) -> str:
         if text is None:
             norm = _NON_WORD.sub(" ", folded).strip()
             return xxhash.xxh3_128_hexdigest(norm.encode("utf-8")) if norm else ""
-    # normalise_text's ASCII bytes, hashed without decoding them to a str
-    norm = b" ".join(text.encode("ascii").translate(_ASCII_WORDS).split())
+    # normalise_text's ASCII bytes, hashed without decoding them to a str; the table leaves spaces between the
+    # words, their runs folded by one regex pass (a split and a join made a bytes object a word)
+    norm = _SPACE_RUNS.sub(b" ", text.encode("ascii").translate(_ASCII_WORDS)).strip(b" ")
     return xxhash.xxh3_128_hexdigest(norm) if norm else ""
 
 

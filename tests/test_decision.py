@@ -59,6 +59,13 @@ def test_explain_names_the_deciding_signals():
     assert why["copy"] is True and why["p"] > 0.5
     assert why["signals"][0].startswith("containment 0.9 (+9.00)")
     assert d.thresholds() == {"decision": "t-1"} and why["threshold"] == 0.5
+    # the probability explain gives is probability's, on the shipped model's weights too
+    shipped = load_decision()
+    for scores in ({"containment": 0.9, "resemblance": 0.8, "shingles": [100, 100]},
+                   {"containment": 0.31, "tdw_cosine": 0.7, "mrc": 0.5, "hamming": 9, "shingles": [12, 300],
+                    "listing": 1.0, "spread": 0.4, "title": 0.2}):
+        for model in (d, shipped):
+            assert model.explain(scores)["p"] == round(model.probability(scores), 4)
 
 
 STORY = ("<html><head><title>{t}</title></head><body><nav>{nav}</nav><article><h1>{t}</h1>{body}</article>"

@@ -314,6 +314,33 @@ def test_term_hashes_past_the_cache_and_bad_tokens():
     assert _fast.term_hashes(["a", "b", "a"], {"b": None}) == ["a", "a"]  # the misses, in order
 
 
+def test_term_hashes_asks_make_for_the_misses_in_one_pass():
+    """make(token) gives a miss's hash (None: a stop word, left out), cached while the cache holds fewer than
+    cap: a repeated miss is asked once then; past cap it is asked each time and nothing is added."""
+    asked = []
+
+    def make(token):
+        asked.append(token)
+        return None if token == "the" else len(token)
+
+    cache = {"b": 7}
+    got = _fast.term_hashes(["aa", "b", "the", "aa", "ccc"], cache, make, 10)
+    assert np.frombuffer(got, dtype=np.uint64).tolist() == [2, 7, 2, 3]
+    assert asked == ["aa", "the", "ccc"] and cache == {"b": 7, "aa": 2, "the": None, "ccc": 3}
+    asked.clear()
+    full = {"b": 7}
+    got = _fast.term_hashes(["aa", "b", "aa"], full, make, 1)
+    assert np.frombuffer(got, dtype=np.uint64).tolist() == [2, 7, 2] and asked == ["aa", "aa"] and full == {"b": 7}
+
+    def broken(token):
+        raise KeyError(token)
+
+    with pytest.raises(KeyError):
+        _fast.term_hashes(["x"], {}, broken, 10)
+    with pytest.raises(TypeError):
+        _fast.term_hashes(["x"], {}, 3, 10)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.lists(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1]) | U64, max_size=40),
                           st.sampled_from(sorted({w for p in PRESETS.values() for w in p.values()}))),

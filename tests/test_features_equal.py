@@ -431,3 +431,44 @@ def test_navigation_share_equals_the_former_on_pages_and_random_menus():
         lines = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 15))) for _ in range(rng.randint(0, 5))]
         cases.append(("\n".join(lines), anchors))
     assert [c for c in cases if navigation_share(*c) != former_navigation_share(*c)] == []
+
+
+def test_list_share_equals_its_line_walk():
+    """A text with no line that begins with "- " is told at once (0.0): the same share as walking its lines."""
+    import random
+
+    from dedup.extractcheck import list_share
+
+    def walked(text):  # the share's definition: the characters of "- " lines over all lines' characters
+        lines = text.split("\n")
+        total = sum(map(len, lines))
+        return sum(len(item) for item in lines if item[:2] == "- ") / total if total else 0.0
+
+    rng = random.Random(3)
+    parts = ["- ", "-", " - ", "a", "word ", "\n", "\n- ", "x-y", "—", "- item\n"]
+    texts = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 12))) for _ in range(5000)]
+    texts += [page.text for page in _sample_pages()] + ["", "- ", "-", "\n- a", "a\n-b"]
+    assert [t for t in texts if list_share(t) != walked(t)] == []
+    assert any(walked(t) for t in texts) and any(not walked(t) and t for t in texts)
+
+def test_is_navigation_is_the_share_against_nav_share():
+    """is_navigation normalises only the anchors that could be a long line: the same answer as the whole share,
+    on the sample pages and on random texts whose long lines (13 words and more) are often labels themselves,
+    spelt otherwise (capitals, punctuation, ligatures, a full-width letter) or shorter or longer than them."""
+    import random
+
+    from dedup.extractcheck import NAV_SHARE, is_navigation, navigation_share
+
+    rng = random.Random(23)
+    vocab = ["home", "news", "sport", "World", "a", "ab", "the", "café", "x-y", "1", "ﬁle", "Ｆile", "—", "B.C."]
+    cases = [(page.text, page.anchors_same + page.anchors_other) for page in _sample_pages()]
+    for _ in range(4000):
+        lines = [" ".join(rng.choice(vocab) for _ in range(rng.choice((1, 3, 11, 12, 13, 14, 20))))
+                 for _ in range(rng.randint(0, 6))]
+        anchors = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 6))]
+        anchors += [rng.choice((str.upper, str.lower, lambda x: x + "!", lambda x: x.replace(" ", ", ")))(line)
+                    for line in lines if rng.random() < 0.4]
+        cases.append(("\n".join(lines), anchors))
+    answers = [is_navigation(*c) for c in cases]
+    assert [c for c, a in zip(cases, answers) if a != (navigation_share(*c) >= NAV_SHARE)] == []
+    assert 0 < sum(answers) < len(answers)

@@ -218,6 +218,18 @@ def test_a_lone_surrogate_is_refused_and_parse_page_takes_lxmls_path():
     page = pg.parse_page("<p>a\ud800b " + "word " * 40 + "</p>", URL, extractor="native")
     assert page.extraction == pg.parse_page("<p>a\ud800b " + "word " * 40 + "</p>", URL).extraction
 
+    assert scan("<p>\U0001f600 a\udfff</p>") is None  # in a page of 4-byte characters too
+
+
+@pytest.mark.parametrize("text", ["<p>a < b</p>", "<p>\u00e9 <i>x</i> < y</p>", "<p>\u0100 <b>x</b></p>",
+                                  "<p>\U0001f600 <b>x</b> <</p>", "no markup at all"])
+def test_max_tags_counts_every_lt_as_text_count_does(text):
+    """max_tags: the main-content lines only when the page holds at most that many '<' (html.count("<")),
+    counted in C in every width of str; the rest of the reading is main=True's."""
+    lt = text.count("<")
+    assert scan(text, True, max_tags=lt) == scan(text, True)
+    assert scan(text, max_tags=lt - 1) == scan(text, False) if lt else True
+    assert scan(text, max_tags=-1) == scan(text)
 
 def test_parse_page_falls_back_to_lxml_when_the_scanner_fails(monkeypatch):
     html = (SAMPLE_SITE / "pages" / "about.html").read_text(encoding="utf-8")

@@ -112,6 +112,27 @@ def test_porter_stemmer_equals_nltk_original_on_wordnet_lemmas():
     assert ours.stem("café") == nltk_stem.stem("café")
 
 
+
+def test_porter_stemmer_equals_nltk_original_on_non_ascii_words():
+    """A non-ASCII word that does not end in an ASCII letter is only lowercased (no rule of Porter's applies):
+    the same as nltk's steps on random words of ASCII and other letters, and on capitals whose lowercase is
+    ASCII (the Kelvin sign) or longer (a dotted capital I)."""
+    import random
+
+    from nltk.stem.porter import PorterStemmer
+
+    from dedup.text import _PorterStemmer
+
+    ours, nltk_stem = _PorterStemmer(), PorterStemmer(mode=PorterStemmer.ORIGINAL_ALGORITHM)
+    rng = random.Random(5)
+    letters = list("aeiouyslzbcdgnrtw") + list("éèüñßøçİΣσςдж日本ह\u212a\u0301")
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 9))) for _ in range(20_000)]
+    words += ["café", "condé", "systèmes", "阅读", "ह", "naïve", "\u212a", "ab\u212a", "caf\u00c9", "İs", "sİ"]
+    words = [w for w in words if not w.isascii()]
+    assert len(words) > 15_000
+    assert [w for w in words if ours.stem(w) != nltk_stem.stem(w)] == []
+    assert any(not ("a" <= w.lower()[-1] <= "z") for w in words) and any("a" <= w.lower()[-1] <= "z" for w in words)
+
 def test_language_data_is_loaded_once_per_process_and_kept_by_it():
     """punkt, WordNet and the reference text are kept by the process's ProcessState, not module globals:
     every Normalizer and every split shares them; a SentenceSplitter keeps its own line cache."""
