@@ -75,7 +75,7 @@ def index_uri(base: str, folder: Path, mode: str, n: int) -> str:
     return f"{base.rstrip('/')}-bench-{mode}-{n}"
 
 
-def crawl(project: Path, url: str, folder: Path, mode: str, uri: str) -> dict:
+def crawl(project: Path, url: str, folder: Path, mode: str, uri: str, extractor: str | None = None) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "crawl.log"
     cmd = [sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={url}",
@@ -85,6 +85,8 @@ def crawl(project: Path, url: str, folder: Path, mode: str, uri: str) -> dict:
         cmd += ["-s", "ADDONS={}"]
     else:
         cmd += ["-s", f"DEDUP_WORKERS={WORKERS[mode]}"]
+        if extractor:
+            cmd += ["-s", f"DEDUP_EXTRACTOR={extractor}"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)  # workers are the crawl's children: counted too
     t0 = time.perf_counter()
     env = {**common.env(), "PYTHONPATH": str(common.ROOT)}  # the add-on from this tree, the project from cwd
@@ -117,6 +119,7 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=None, help="crawls per mode (default 3; --quick 1)")
     p.add_argument("--index-uri", default="local",
                    help="local (default), http(s)://HOST:PORT/NAME or es-emulator")
+    p.add_argument("--extractor", default=None, help="DEDUP_EXTRACTOR of the dedup crawls (default: the default's)")
     args = p.parse_args(argv)
     pages = args.pages or (150 if args.quick else 1000)
     reps = args.reps or (1 if args.quick else 3)
@@ -144,7 +147,7 @@ def main(argv=None) -> int:
             for r in range(reps):
                 for mode in (modes if r % 2 == 0 else modes[::-1]):
                     folder = tmp / f"{mode}-{r}"
-                    run = crawl(project, url, folder, mode, index_uri(base, folder, mode, r))
+                    run = crawl(project, url, folder, mode, index_uri(base, folder, mode, r), args.extractor)
                     runs.append(run)
                     print(f"  {mode} #{r}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, "
                           f"{run['responses']} responses", flush=True)
