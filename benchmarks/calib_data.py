@@ -75,6 +75,27 @@ def same_site(seed: int, pages: int = 600) -> Path:
     return out
 
 
+def replayer(folder: Path, seed: int) -> tuple[list, list[int], Any, Any]:
+    """``(pages, order, deduplicator, unsketched)`` for replaying ``folder`` as ``dedup evaluate`` does in
+    ``seed``'s order: its pages and arrival order, a deduplicator on a fresh MemoryIndex, and a featurizer of
+    the same settings keeping every shingle hash (no sketch), for exact containments."""
+    import random
+
+    from dedup.cli.evaluate import load_clusters
+    from dedup.deduplicator import DedupConfig, Deduplicator
+    from dedup.store import MemoryIndex
+
+    pages = load_clusters(folder)
+    order = list(range(len(pages)))
+    random.Random(seed).shuffle(order)
+    config = DedupConfig()
+    dedup = Deduplicator(MemoryIndex(k=config.max_distance, blocks=config.blocks), config)
+    featurizer = dedup.featurizer
+    unsketched = type(featurizer)(weights=config.weights, shingle=config.shingle, sketch=1 << 30,
+                                  reference=featurizer.reference, normalizer=featurizer.normalizer)
+    return pages, order, dedup, unsketched
+
+
 def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None = None,
          knn: int | None = None, verbose: bool = True) -> list[dict[str, Any]]:
     """The cached rows of the stream of ``folders`` (computed when absent). ``extractor``, ``knn``:

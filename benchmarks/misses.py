@@ -17,7 +17,6 @@ page's exact set of shingles (the featurizer's word 5-grams of the same text, no
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 
@@ -31,20 +30,12 @@ import calibrate  # noqa: E402
 def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
     """Per page path: the exact containment of the best earlier kept page of its cluster, that page's
     sketch estimate and whether it was a candidate (the stream of ``dedup evaluate``)."""
-    from dedup.cli.evaluate import load_clusters
-    from dedup.deduplicator import DedupConfig, Deduplicator, containment
+    from dedup.deduplicator import containment
     from dedup.page import limit_text, parse_page
     from dedup.record import shingle_keys
-    from dedup.store import MemoryIndex
 
-    pages = load_clusters(folder)
-    order = list(range(len(pages)))
-    random.Random(seed).shuffle(order)
-    config = DedupConfig()
-    dedup = Deduplicator(MemoryIndex(k=config.max_distance, blocks=config.blocks), config)
-    featurizer = dedup.featurizer
-    unsketched = type(featurizer)(weights=config.weights, shingle=config.shingle, sketch=1 << 30,
-                                  reference=featurizer.reference, normalizer=featurizer.normalizer)
+    pages, order, dedup, unsketched = calib_data.replayer(folder, seed)
+    config, featurizer = dedup.config, dedup.featurizer
     asked: list[set[int]] = []
     candidates = dedup._candidates
     dedup._candidates = lambda f, extra: asked.append(set(ids := candidates(f, extra))) or ids  # type: ignore
