@@ -28,6 +28,7 @@ allowed) and exit status 1.
 """
 from __future__ import annotations
 
+import argparse
 import difflib
 import logging
 import os
@@ -81,6 +82,33 @@ def decides_nothing(argv: Sequence[str] | None = None) -> bool:
     return command in NON_CRAWL_COMMANDS and not (command == "parse" and "--pipelines" in argv)
 
 
+def with_spider_settings(settings: BaseSettings, argv: Sequence[str] | None = None) -> BaseSettings:
+    """``settings`` as ``scrapy crawl NAME`` will run with them: NAME's ``custom_settings`` applied (Scrapy
+    applies them after ``update_pre_crawler_settings``; command-line ``-s`` values still win, by priority).
+    ``settings`` itself for another command, or when the spider cannot be found (Scrapy then says so)."""
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    if scrapy_command(argv) != "crawl":
+        return settings
+    from scrapy.commands.crawl import Command
+    from scrapy.spiderloader import get_spider_loader
+
+    try:
+        command = Command()
+        command.settings = settings
+        parser = argparse.ArgumentParser(add_help=False)
+        command.add_options(parser)
+        parser.add_argument("spider", nargs="?")
+        name = parser.parse_known_args(argv[argv.index("crawl") + 1:])[0].spider
+        spider = get_spider_loader(settings).load(name) if name else None
+    except (KeyError, ValueError, SystemExit, ImportError):  # no such spider, or arguments Scrapy will refuse
+        return settings
+    if spider is None:
+        return settings
+    out = settings.copy()
+    spider.update_settings(out)
+    return out
+
+
 def unknown_settings(settings: BaseSettings) -> list[tuple[str, str | None]]:
     """``(name, closest known name or None)`` for every ``DEDUP_*`` setting that is not in the table."""
     out = []
@@ -122,14 +150,17 @@ class DedupAddon:
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
         # called when `scrapy crawl` (shell, check...) builds its crawler process, outside the code
         # that prints a UsageError, so a bad value is turned into SystemExit(message): Python prints
-        # that one line, no traceback, and exits 1. Settings a spider sets itself are checked again
-        # when the pipelines are built (a ValueError there).
+        # that one line, no traceback, and exits 1. The index checked is the one the spider's own
+        # custom_settings name, if they do (with_spider_settings).
         try:
             check_settings(settings)
         except UsageError as exc:
             raise SystemExit(str(exc)) from None
         if not decides_nothing() and is_enabled(settings):
-            s = read_settings(settings)
+            try:
+                s = read_settings(with_spider_settings(settings))
+            except ValueError as exc:  # a bad value set by the spider: one line too
+                raise SystemExit(f"scrapy-dedup: {exc}") from None
             # refused in one line now, not by a traceback when the pipelines open the index
             why = unavailable(s.index, s.es_options)
             if why:

@@ -90,3 +90,32 @@ def test_no_page_is_both_kept_and_dropped(project):
     dropped = [line for line in read_jsonl(log) if "verdict" in line]  # not the restore test's events
     assert [d["url"] for d in dropped if d["verdict"]["duplicate_of"] == d["url"]] == []
     assert {i["url"] for i in items} & {d["url"] for d in dropped} == set()
+
+
+def test_a_spiders_own_held_index_is_refused_in_one_line(tmp_path):
+    """The spider names its index in custom_settings (Scrapy applies them after the add-on's early check):
+    a crawl on it while another process holds it is refused in one line, the project's index untouched;
+    a command-line -s DEDUP_INDEX still wins over the spider's."""
+    from index.local import LocalIndex
+
+    root = userproject.write(tmp_path / "newsbot-project")
+    spider = root / "newsbot" / "spiders" / "news.py"
+    held = tmp_path / "held"
+    spider.write_text(spider.read_text().replace(
+        '    allowed_domains = ["127.0.0.1"]\n',
+        f'    allowed_domains = ["127.0.0.1"]\n    custom_settings = {{"DEDUP_INDEX": "local://{held}"}}\n'))
+    holder = LocalIndex(held)
+    try:
+        # a closed port: the crawl, if it started, would end at once
+        proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", "start_url=http://127.0.0.1:9/"], cwd=root,
+                   timeout=120)
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        assert "in use by another process" in proc.stderr and str(held) in proc.stderr
+        assert "Traceback" not in proc.stderr and "Spider opened" not in proc.stderr, proc.stderr[-3000:]
+        free = tmp_path / "free"
+        proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", "start_url=http://127.0.0.1:9/",
+                    "-s", f"DEDUP_INDEX=local://{free}"], cwd=root, timeout=120)
+        assert proc.returncode == 0 and "in use by another process" not in proc.stderr, proc.stderr[-3000:]
+        assert (free / "lock").exists() or free.is_dir()
+    finally:
+        holder.close()
