@@ -63,11 +63,18 @@ def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
             row["sketch"] = round(containment(q, full.shingle_count, rec.shingles, rec.shingle_count)[0], 4)
             row["candidate"] = bool(asked and best_id in asked[0])
             row["size"] = int(kept[best_id][0].size)
-        out[str(path)] = row
+        out[_page(path)] = row
         if verdict.kept:
             (new,) = set(dedup.index._records) - before
             kept[new] = (full.shingles, cluster)
     return out
+
+
+def _page(path: str | Path) -> str:
+    """``cluster/file``: a page's name whatever folder the cached rows were made from (a worktree's
+    ``../shared`` is another absolute path to the same pages)."""
+    path = Path(path)
+    return f"{path.parent.name}/{path.name}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     exact = exact_rows(gold_dir, args.seed)
     causes: dict[str, list[str]] = {}
     for r, flag in missed:
-        e = exact[r["path"]]
+        e = exact[_page(r["path"])]
         name = f"{Path(r['path']).parent.name}/{Path(r['path']).stem}"
         if flag:
             cause, what = "related cluster", f"flagged against {r['best_cluster']}"
