@@ -33,7 +33,8 @@
  * is false, teasers [(text, block_text)], nodes the number of
  * elements and text nodes (0: lxml finds no document in it either), prose the lines dedup.extract._prose
  * keeps of lines (with the page's headings; None with lines), article (start, end, html) of the page's one
- * <article> element when it has exactly one, else None: its source span, from its start tag's '<' to its
+ * <article> element when it has exactly one and lines are not asked for (resiliparse's input), else None: its
+ * source span, from its start tag's '<' to its
  * end tag's end, or to where the tree builder closes it (the '<' of the tag that closes it, or the input's
  * end), and html that source with the comments in it left out (as lxml's tree, parsed without comments,
  * has it: a comment after a <footer> changes what resiliparse keeps of it).
@@ -1510,7 +1511,9 @@ static PyObject *fields_and_text(S *s, int want_main, int want_lines, const Py_U
         teas = PyList_New(0);
         if (!teas) goto done;
     }
-    PyObject *article = s->articles == 1 ? article_html(s) : Py_NewRef(Py_None);
+    /* the one article's source is resiliparse's input: made only when the caller reads the text elsewhere (no
+     * lines asked); the native extractor's lines have their own root */
+    PyObject *article = s->articles == 1 && !want_lines ? article_html(s) : Py_NewRef(Py_None);
     if (!article) goto done;
     result = Py_BuildValue("(OOOOOOiOOiON)", title, keywords, description, headings, bold, anchors, anchor_count,
                            lines, teas, s->nn, prose, article);
@@ -1616,8 +1619,8 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
      "scan(html, main=True, own=None, lines=True, max_tags=-1): the tagged fields, the main-content lines, the "
-     "teasers and the one <article>'s source span of a page, in one pass (max_tags >= 0: main only when html "
-     "holds at most that many '<')."},
+     "teasers and (lines false) the one <article>'s source span of a page, in one pass (max_tags >= 0: main only "
+     "when html holds at most that many '<')."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._scan", NULL, -1, methods};

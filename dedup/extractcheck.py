@@ -36,17 +36,30 @@ _WS = re.compile(r"\s+")
 
 def navigation_share(text: str, anchors: Iterable[str]) -> float:
     """The share of ``text``'s characters in lines that are link labels (or runs of them)."""
+    return _share(_lines(text), anchors)
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines normalised, empty ones left out."""
+    return [norm for norm in normalise_texts(text.split("\n")) if norm]
+
+
+def _short(norm: str) -> bool:
+    """A normalised line of at most 12 words (one space between words): it may be several labels run together."""
+    return norm.count(" ") <= 11
+
+
+def _share(norms: list[str], anchors: Iterable[str]) -> float:
+    """:func:`navigation_share` of the normalised lines ``norms``."""
     labels = set(normalise_texts(list(anchors)))
     labels.discard("")
     words = None  # every label's words, for the short lines that are no label (made on first need)
     total = nav = 0
-    for norm in normalise_texts(text.split("\n")):
-        if not norm:
-            continue
+    for norm in norms:
         total += len(norm)
         if norm in labels:
             nav += len(norm)
-        elif norm.count(" ") <= 11:  # at most 12 words (a normalised line has one space between words)
+        elif _short(norm):
             if words is None:
                 words = _label_words(labels)
             if _all_labels(norm, words):
@@ -61,11 +74,11 @@ def is_navigation(text: str, anchors: Iterable[str]) -> bool:
     one of its long lines (as long as the shortest of them, or not ASCII) are normalised to tell (on goldset-dev,
     every page is told so: 0.074 -> 0.038 ms a page)."""
     anchors = list(anchors)
-    norms = [norm for norm in normalise_texts(text.split("\n")) if norm]
+    norms = _lines(text)
     total = sum(map(len, norms))
     short, longs = 0, []
     for norm in norms:
-        if norm.count(" ") <= 11:  # at most 12 words
+        if _short(norm):
             short += len(norm)
         else:
             longs.append(norm)
@@ -75,7 +88,7 @@ def is_navigation(text: str, anchors: Iterable[str]) -> bool:
         labels = set(normalise_texts([a for a in anchors if len(a) >= least or not a.isascii()]))
         if (short + sum(len(norm) for norm in longs if norm in labels)) / total < NAV_SHARE:
             return False
-    return navigation_share(text, anchors) >= NAV_SHARE
+    return _share(norms, anchors) >= NAV_SHARE  # the lines normalised once
 
 
 def list_share(text: str) -> float:

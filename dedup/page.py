@@ -174,7 +174,7 @@ def _scan(text: str, own: str, lines: bool = True) -> tuple | None:
     ``lines``: the native extractor's main-content lines too), or None when it cannot read it (a lone
     surrogate, any error): the caller then takes lxml's path."""
     try:
-        return _c_scan(text, True, own, lines, MAX_TAGS)  # main when text.count("<") <= MAX_TAGS, counted in C
+        return _c_scan(text, own=own, lines=lines, max_tags=MAX_TAGS)  # main-content only within MAX_TAGS tags
     except Exception:  # whatever goes wrong (memory), lxml's path still reads the page
         logger.warning("the native scanner failed; lxml reads the page", exc_info=True)
         return None
