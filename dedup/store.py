@@ -71,6 +71,17 @@ class DedupIndex(Protocol):
     def get(self, ids: Iterable[int]) -> list[Record]:
         """Records for ``ids`` (unknown ids are skipped)."""
 
+    def by_url(self, url: str) -> Record | None:
+        """The record of ``url``, or None. An index holds one record per URL (a page fetched again
+        with other content replaces its record); of an index written before that, the latest."""
+
+    def replace(self, record_id: int, record: Record) -> int:
+        """Store ``record`` in place of record ``record_id`` (the same URL's older version): its
+        tables, vector and keys are replaced too. Returns the id it is stored under now, which may
+        differ from ``record_id`` (a new row id in SQLite, the id of its content claim in Elasticsearch).
+        Raises :class:`KeyTaken` as :meth:`add` does (another record claims the new content): the
+        older version is then left as it was."""
+
     def remove(self, record_id: int) -> bool:
         """Forget a record; True when it existed."""
 
@@ -95,6 +106,7 @@ class MemoryIndex:
         self._sig_n = 0
         self._ref_id: str | None = None
         self._claims: dict[str, int] = {}
+        self._urls: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._records)
@@ -105,15 +117,36 @@ class MemoryIndex:
         if claim and record.content_hash in self._claims:
             raise KeyTaken(record.content_hash, self._claims[record.content_hash])
         record.id = self._next
+        self._next += 1
+        self._store(record, claim)
+        return record.id
+
+    def _store(self, record: Record, claim: bool) -> None:
         if claim:
             self._claims[record.content_hash] = record.id
-        self._next += 1
         self._records[record.id] = record
+        self._urls[record.url] = record.id
         for kind in EXACT_KEYS:
             self._keys.setdefault((kind, getattr(record, kind)), []).append(record.id)
         self.tables.add(record.simhash, record.id)
         self._add_signature(record)
-        return record.id
+
+    def replace(self, record_id: int, record: Record) -> int:
+        if record_id not in self._records:
+            return self.add(record)
+        self._check_ref(record.ref_id)
+        claim = claims_content(record)
+        holder = self._claims.get(record.content_hash) if claim else None
+        if holder is not None and holder != record_id:
+            raise KeyTaken(record.content_hash, holder)
+        self.remove(record_id)
+        record.id = record_id
+        self._store(record, claim)
+        return record_id
+
+    def by_url(self, url: str) -> Record | None:
+        rid = self._urls.get(url)
+        return self._records.get(rid) if rid is not None else None
 
     def _check_ref(self, ref_id: str) -> None:
         if self._ref_id is not None and ref_id != self._ref_id:
@@ -164,6 +197,8 @@ class MemoryIndex:
             return False
         if self._claims.get(record.content_hash) == record_id:
             del self._claims[record.content_hash]
+        if self._urls.get(record.url) == record_id:
+            del self._urls[record.url]
         for kind in EXACT_KEYS:
             ids = self._keys.get((kind, getattr(record, kind)), [])
             if record_id in ids:

@@ -209,6 +209,34 @@ def test_content_claim_is_exclusive(index):
     assert index.add(make_record(rng, 2, content_hash="")) != index.add(make_record(rng, 3, content_hash=""))
 
 
+def test_by_url_and_replace_keep_one_record_per_url(index):
+    """A URL's newer version replaces its record: the row, its exact keys, simhash table entries and
+    vector; the older content is free again; a replace whose new content another record claims is
+    refused and leaves the older version as it was."""
+    rng = np.random.default_rng(21)
+    url = "https://a.example/page"
+    old = make_record(rng, 0, url=url, content_hash="v1", status="unique", duplicate_of=None)
+    other = make_record(rng, 1, url="https://b.example/x", content_hash="taken")
+    old_id, _ = index.add(old), index.add(other)
+    assert index.by_url(url).id == old_id and index.by_url(url).content_hash == "v1"
+    assert index.by_url("https://nowhere.example/") is None
+    new = make_record(rng, 2, url=url, content_hash="v2", status="unique", duplicate_of=None)
+    new_id = index.replace(old_id, new)
+    assert new.id == new_id and len(index) == 2
+    got = index.by_url(url)
+    assert got.id == new_id and got.content_hash == "v2"
+    assert index.lookup("content_hash", "v1") == [] and index.lookup("content_hash", "v2") == [new_id]
+    if new_id != old_id:
+        assert index.get([old_id]) == []
+    assert (new_id, 0) in index.near_simhash(new.simhash)
+    assert old_id == new_id or old_id not in [i for i, _ in index.near_simhash(old.simhash)]
+    assert index.nearest(new.signature, REF, 1, 0.0)[0][0] == new_id
+    with pytest.raises(KeyTaken):
+        index.replace(new_id, make_record(rng, 3, url=url, content_hash="taken"))
+    assert index.by_url(url).content_hash == "v2" and len(index) == 2
+    assert index.add(make_record(rng, 4, url="https://c.example/", content_hash="v1")) > 0  # v1 is free
+
+
 @pytest.mark.parametrize("k,blocks", [(3, 6), (4, 7), (0, 2)])
 def test_near_simhash_is_exact(open_index, k, blocks):
     index = open_index(k=k, blocks=blocks)
@@ -498,8 +526,8 @@ def test_helpers_and_closed_index(tmp_path):
         for r in records:
             ix.add(r)
         assert [r.id for r in ix.iter_records(batch=4)] == [r.id for r in records]
-        assert ix.get_by_url(records[3].url).id == records[7].id  # the latest
-        assert ix.get_by_url("https://nowhere.example/") is None
+        assert ix.by_url(records[3].url).id == records[7].id  # the latest
+        assert ix.by_url("https://nowhere.example/") is None
         assert "25 records" in repr(ix)
     assert "closed" in repr(ix)
     ix.close()  # idempotent

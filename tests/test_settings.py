@@ -214,7 +214,7 @@ def test_pipeline_checks_plain_items_from_any_project(tmp_path):
     assert lines[0]["time"].endswith("Z")
     index = open_index(f"local://{tmp_path}/index")
     try:
-        assert index.get_by_url("http://a.example/roof").fetched_at == 1714557600.0  # the ISO time, as epoch
+        assert index.by_url("http://a.example/roof").fetched_at == 1714557600.0  # the ISO time, as epoch
         assert len(index) == 2
     finally:
         index.close()

@@ -99,6 +99,7 @@ def record_id(record: Record) -> int:
     return page_record_id(record)
 
 
+
 def _unit(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(v))
@@ -299,6 +300,37 @@ class ElasticIndex:
         got = self.es.call("read records", self.es.client.mget, index=self.name, ids=[str(i) for i in unique])
         records = {int(d["_id"]): Record.from_dict(d["_source"]) for d in got["docs"] if d.get("found")}
         return [records[i] for i in ids if i in records]
+
+    def by_url(self, url: str) -> Record | None:
+        """The record of ``url`` (one term query; this process's unrefreshed records first); of an index
+        written before one record per URL, the latest fetched."""
+        found = [(r.fetched_at, i, r) for i, r in self._pending.records.items() if r.url == url]
+        if not found:
+            got = self.es.call("look up a URL", self.es.client.search, index=self.name,
+                               query={"bool": {"filter": [{"term": {"url": url}}]}}, size=10,
+                               track_total_hits=False)
+            found = [(float(h["_source"].get("fetched_at") or 0.0), int(h["_id"]), h["_source"])
+                     for h in got["hits"]["hits"]]
+        if not found:
+            return None
+        _, rid, best = max(found, key=lambda f: (f[0], f[1]))
+        record = best if isinstance(best, Record) else Record.from_dict(best)
+        record.id = rid
+        return record
+
+    def replace(self, old: int, record: Record) -> int:
+        """Store ``record`` (under the id its content gives it, :func:`record_id`) and remove record
+        ``old`` (the same URL's older version). Written first, removed second: a process killed
+        between the two leaves both, and the next fetch of the URL replaces the latest again."""
+        rid = record_id(record)
+        if rid == int(old):  # the same id means the same content: overwritten
+            self._pending.remove(rid)
+            self.es.call("remove a record", self.es.client.options(ignore_status=404).delete,
+                         index=self.name, id=str(rid))
+            return self.add(record)
+        new = self.add(record)  # KeyTaken leaves the older version as it was
+        self.remove(int(old))
+        return new
 
     def remove(self, record_id: int) -> bool:
         self._pending.remove(int(record_id))

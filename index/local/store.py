@@ -203,18 +203,11 @@ class LocalIndex(SignatureVectors):
                 self._check_ref(record.ref_id, sig.size, "signature")
             blob = encode_blob(record)
             with db:
-                if claims_content(record):  # the writer lock makes check-then-insert atomic
-                    holder = db.execute(
-                        "SELECT id FROM records WHERE content_hash = ? AND status != 'exact_duplicate' "
-                        "ORDER BY id LIMIT 1", (record.content_hash,)).fetchone()
-                    if holder:
-                        raise KeyTaken(record.content_hash, holder[0])
+                self._claim(db, record, None)
                 cur = db.execute(
                     "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
                     "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (record.url, record.content_hash, record.title_key, to_signed(record.simhash),
-                     record.status, record.duplicate_of, float(record.fetched_at), record.ref_id,
-                     int(record.sentences), record.title or "", blob))
+                    self._row(record, blob))
                 if first:
                     self._set_meta(ref_id=record.ref_id, dim=sig.size)
             record.id = cur.lastrowid
@@ -229,6 +222,54 @@ class LocalIndex(SignatureVectors):
             self._centre_when_due(record.id)
             if self.autosave and self._unsaved >= max(self.autosave, len(self._vectors) // 10):
                 self._save_vectors()
+            return record.id
+
+    @staticmethod
+    def _row(record: Record, blob: bytes) -> tuple:
+        return (record.url, record.content_hash, record.title_key, to_signed(record.simhash), record.status,
+                record.duplicate_of, float(record.fetched_at), record.ref_id, int(record.sentences),
+                record.title or "", blob)
+
+    @staticmethod
+    def _claim(db: sqlite3.Connection, record: Record, own: int | None) -> None:
+        """Raise KeyTaken when another record than ``own`` claims ``record``'s content (the writer
+        lock makes check-then-write atomic)."""
+        if not claims_content(record):
+            return
+        holder = db.execute("SELECT id FROM records WHERE content_hash = ? AND status != 'exact_duplicate' "
+                            "AND id != ? ORDER BY id LIMIT 1", (record.content_hash, own or 0)).fetchone()
+        if holder:
+            raise KeyTaken(record.content_hash, holder[0])
+
+    def replace(self, record_id: int, record: Record) -> int:
+        """Store ``record`` in place of record ``record_id`` in one transaction (committed when this
+        returns): the older row goes, the new one gets a new id (so a vector file saved before is seen
+        to be stale on the next open, as after any add), and the simhash tables and vectors follow."""
+        sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
+        if not 0 <= int(record.simhash) <= MASK64:
+            raise ValueError(f"simhash must be an unsigned 64-bit integer (got {record.simhash!r})")
+        with self._mutex:
+            db = self._require_open()
+            row = db.execute("SELECT simhash FROM records WHERE id = ?", (int(record_id),)).fetchone()
+            if row is None or self.ref_id is None:
+                return self.add(record)
+            self._check_ref(record.ref_id, sig.size, "signature")
+            blob = encode_blob(record)
+            with db:
+                self._claim(db, record, int(record_id))
+                db.execute("DELETE FROM records WHERE id = ?", (int(record_id),))
+                cur = db.execute(
+                    "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
+                    "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    self._row(record, blob))
+            record.id = cur.lastrowid
+            self._cache.discard(int(record_id))
+            self.tables.remove(row[0] & MASK64, int(record_id))
+            self.tables.add(int(record.simhash) & MASK64, record.id)
+            if self._vectors is not None:
+                self._vectors.remove(int(record_id))
+                self._add_vectors(np.array([record.id], dtype=np.uint64), sig.reshape(1, -1))
+                self._unsaved += 2
             return record.id
 
     def _check_ref(self, ref_id: str, dim: int, what: str) -> None:
@@ -381,8 +422,8 @@ class LocalIndex(SignatureVectors):
                 yield _record(row)
             last = rows[-1][0]
 
-    def get_by_url(self, url: str) -> Record | None:
-        """The latest record stored for ``url``, or None."""
+    def by_url(self, url: str) -> Record | None:
+        """The record of ``url`` (the latest, in an index written before one record per URL), or None."""
         with self._mutex:
             row = self._require_open().execute(
                 f"SELECT {_COLUMNS} FROM records WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
