@@ -181,9 +181,29 @@ class Verdict:
     duplicate_id: int | None = None
     #: which extractor gave the page's main text (Page.extraction: resiliparse, trafilatura, ...)
     extraction: str = ""
+    #: the kept page this one was matched with (its best candidate, or the holder of its content);
+    #: ``duplicate_of`` names the page its group was kept for, which is ``nearest`` unless that page is
+    #: itself flagged as a copy (then the page it names, followed to the end of the chain)
+    nearest: str | None = None
+    #: the older version of the same URL that this page's record replaced (fetched again with other
+    #: content): its ``record`` id, ``status``, ``duplicate_of``, ``fetched_at`` and ``content_hash``
+    replaced: dict[str, Any] | None = None
+    #: fetched again with the content its URL's record holds: the record's verdict, nothing written
+    refetched: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The verdict as plain JSON-safe data. Left out when they say nothing (most verdicts, so that the
+        dropped log and the items stay as small as before them): ``nearest`` when it is ``duplicate_of``
+        (read it as ``d.get("nearest") or d["duplicate_of"]``), ``replaced`` when None, ``refetched`` when
+        false."""
+        out = asdict(self)
+        if out["nearest"] == out["duplicate_of"]:
+            del out["nearest"]
+        if out["replaced"] is None:
+            del out["replaced"]
+        if not out["refetched"]:
+            del out["refetched"]
+        return out
 
 
 def containment(a: np.ndarray, a_total: int, b: np.ndarray, b_total: int, *, min_size: int = 10) -> tuple[float, float]:
@@ -248,57 +268,98 @@ class Deduplicator:
         page = parse_page(html, url, **kwargs)
         return page, self.process(page)
 
-    def process(self, page: Page, *, features: Features | None = None, **record_fields: Any) -> Verdict:
+    def features(self, page: Page) -> Features:
+        """``page``'s features, after its text is cut to ``max_text_chars`` (what :meth:`process` computes
+        when it is given none)."""
+        limit_text(page, self.config.max_text_chars)
+        return self.featurizer(page)
+
+    def process(self, page: Page, *, features: Features | None = None, body: str | None = None,
+                **record_fields: Any) -> Verdict:
         """Check ``page``; when its status is not in ``config.drop``, add it to the index.
-        ``features``: the page's, when computed elsewhere (a worker process; same featurizer settings)."""
+        ``features``: the page's, when computed elsewhere (a worker process; same featurizer settings).
+        ``body``: the key of the bytes it was made from (:attr:`dedup.sources.Source.body_key`), kept in
+        its record so that the same bytes fetched again are known without parsing (:meth:`known`).
+
+        One record per URL: a URL whose record holds the same content is *refetched* (its record's
+        verdict, nothing written); a URL whose content changed is decided against the other pages,
+        never its own older version, and its record is replaced (``verdict.replaced``), or removed
+        when the new content is dropped."""
         if features is None:
-            limit_text(page, self.config.max_text_chars)
-            features = self.featurizer(page)
-        verdict = self.check(page, features)
+            features = self.features(page)
+        prior = self.index.by_url(page.url) if page.url else None
+        if prior is not None and prior.content_hash == features.content_hash:
+            return self._refetched(prior)
+        verdict = self._check_page(page, features, prior, same_url=True)
+        if verdict.refetched:  # its URL's record holds this content, found by the content hash alone
+            return verdict
         verdict.extraction = page.extraction
         verdict.kept = verdict.status not in self.config.drop
+        if prior is not None:
+            verdict.replaced = {"record": prior.id, "status": prior.status, "duplicate_of": prior.duplicate_of,
+                                "fetched_at": prior.fetched_at, "content_hash": prior.content_hash}
         if verdict.kept:
             try:
-                self.add(page, features, verdict, **record_fields)
+                self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)
             except KeyTaken as taken:
                 # another process sharing the index kept this content between our check and our
                 # add (the claim is atomic): the page is an exact duplicate of that record after all
-                verdict = self._taken(features, taken)
+                verdict = replace(self._taken(features, taken, page.url), replaced=verdict.replaced)
+                if verdict.refetched:  # the holder is this URL's record, written meanwhile by another process
+                    return verdict
                 verdict.extraction = page.extraction
                 verdict.kept = verdict.status not in self.config.drop
                 if verdict.kept:  # a kept exact duplicate claims nothing, so this add cannot race
-                    self.add(page, features, verdict, **record_fields)
+                    self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)
+        if not verdict.kept and prior is not None:
+            self.index.remove(prior.id)  # the URL's content is dropped now: its older version goes
         return verdict
 
-    def recorded_copy(self, verdict: Verdict, url: str) -> Verdict | None:
-        """For a page replayed after an interruption: when ``verdict`` makes it an exact duplicate of
-        its own URL, the index recorded it before the interruption, and this is that record's verdict
-        (rule ``replay_of_recorded_page``, kept); otherwise None."""
-        if verdict.status != "exact_duplicate" or verdict.duplicate_of != url or verdict.duplicate_id is None:
+    def known(self, url: str, body: str) -> Verdict | None:
+        """The verdict of a page fetched again with the very bytes its URL's record was made from
+        (``body``: :attr:`dedup.sources.Source.body_key`), found before any parsing; None otherwise."""
+        prior = self.index.by_url(url) if url and body else None
+        if prior is None or prior.extra.get("body") != body:
             return None
-        found = self.index.get([verdict.duplicate_id])
-        if not found:
-            return None
-        record = found[0]
+        return self._refetched(prior)
+
+    def _refetched(self, record: Record) -> Verdict:
         return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
-                       verdict.thresholds, reference=verdict.reference, candidates=verdict.candidates)
+                       self._thresholds, reference=record.ref_id, extraction=str(record.extra.get("extraction", "")),
+                       refetched=True)
 
-    def _taken(self, f: Features, taken: KeyTaken) -> Verdict:
+    def _taken(self, f: Features, taken: KeyTaken, url: str) -> Verdict:
         found = self.index.get([taken.record_id])
-        url = found[0].url if found else None
-        return Verdict("exact_duplicate", url, "content_hash", {"content_hash": f.content_hash, "race": True},
+        if found and found[0].url == url:
+            return self._refetched(found[0])
+        holder = self._root(found[0], None) if found else None
+        return Verdict("exact_duplicate", holder.url if holder else None, "content_hash",
+                       {"content_hash": f.content_hash, "race": True},
                        thresholds=self._thresholds, reference=f.signature.ref_id, candidates=1,
-                       duplicate_id=taken.record_id)
+                       duplicate_id=holder.id if holder else taken.record_id,
+                       nearest=found[0].url if found else None)
 
-    def add(self, page: Page, features: Features, verdict: Verdict, **record_fields: Any) -> int:
+    def add(self, page: Page, features: Features, verdict: Verdict, *, body: str | None = None,
+            instead_of: Record | None = None, **record_fields: Any) -> int:
+        """Store ``page``'s record with ``verdict``'s status and ``duplicate_of``; in place of ``instead_of``
+        (the same URL's older record) when given."""
         record = features.to_record(page, status=verdict.status, duplicate_of=verdict.duplicate_of, **record_fields)
+        if body:
+            record.extra["body"] = body
+        if instead_of is not None:
+            return self.index.replace(instead_of.id, record)
         return self.index.add(record)
 
-    def check(self, page: Page, features: Features | None = None) -> Verdict:
-        """The verdict for ``page`` against the index (the index is not changed)."""
-        f = features or self.featurizer(page)
+    def check(self, page: Page, features: Features | None = None, *, own: Record | None = None) -> Verdict:
+        """The verdict for ``page`` against the index (the index is not changed). ``own``: the older
+        record of the page's URL, which it is never compared with."""
+        return self._check_page(page, features or self.featurizer(page), own)
+
+    def _check_page(self, page: Page, f: Features, own: Record | None, *, same_url: bool = False) -> Verdict:
+        """:meth:`check`; ``same_url``: a record of the page's own URL holding its content is this page
+        (refetched), not a page it copies."""
         # the page's keys in the records' compact form (dedup.record)
-        verdict = self._check(Query.of_page(page, f), page.extraction)
+        verdict = self._check(Query.of_page(page, f), page.extraction, own, page.url if same_url else None)
         if page.truncated:
             verdict.scores["truncated"] = dict(page.truncated)
         return verdict
@@ -335,24 +396,36 @@ class Deduplicator:
         and ``duplicate_of``, as :meth:`add` adds a page; its arrays are stored as they are."""
         return self.index.add(replace(record, id=0, status=verdict.status, duplicate_of=verdict.duplicate_of))
 
-    def _check(self, q: Query, extraction: str) -> Verdict:
+    def _check(self, q: Query, extraction: str, own: Record | None = None, url: str | None = None) -> Verdict:
         base = {"thresholds": self._thresholds, "reference": q.ref_id}
         if not q.has_text:
             # nothing to compare: kept as unique, and said why, rather than matched on an empty key
             return Verdict("unique", None, "unextractable", {"extraction": extraction or "none"}, **base)
+        own_id = own.id if own is not None else None
+        own_url = own.url if own is not None else None
+
+        def found(ids: list[int]) -> list[int]:
+            return [i for i in ids if i != own_id] if own_id is not None else ids
+
+        def copy_of(rec: Record, status: str, rule: str, scores: dict[str, Any], n: int) -> Verdict:
+            if url and rec.url == url and rule == "content_hash":
+                # the holder of this content is a record of this very URL, which a lookup by URL did not
+                # find yet (another crawler wrote it, and Elasticsearch has not refreshed): this page
+                return self._refetched(rec)
+            root = self._root(rec, own_url)
+            return Verdict(status, root.url, rule, scores, candidates=n, duplicate_id=root.id, nearest=rec.url, **base)
+
         if q.content_hash:
-            ids = self.index.lookup("content_hash", q.content_hash)
+            ids = found(self.index.lookup("content_hash", q.content_hash))
             if ids:
-                rec = self.index.get(ids[:1])[0]
-                return Verdict("exact_duplicate", rec.url, "content_hash",
-                               {"content_hash": q.content_hash}, candidates=len(ids), duplicate_id=rec.id, **base)
+                return copy_of(self.index.get(ids[:1])[0], "exact_duplicate", "content_hash",
+                               {"content_hash": q.content_hash}, len(ids))
         mode = self.config.title_anchor
-        title_ids = self.index.lookup("title_key", q.title_key) if q.title_key and mode != "off" else []
+        title_ids = found(self.index.lookup("title_key", q.title_key)) if q.title_key and mode != "off" else []
         if title_ids and mode == "literal":
-            rec = self.index.get(title_ids[:1])[0]
-            return Verdict("exact_duplicate", rec.url, "title_anchor", {"title_key": q.title_key},
-                           candidates=len(title_ids), duplicate_id=rec.id, **base)
-        candidates = self._candidates(q, title_ids)
+            return copy_of(self.index.get(title_ids[:1])[0], "exact_duplicate", "title_anchor",
+                           {"title_key": q.title_key}, len(title_ids))
+        candidates = found(self._candidates(q, title_ids))
         best, best_key, best_resemblance = None, None, 0.0
         records = list(self.index.get(candidates))
         # the reducer's filters and the containments of all candidates at once (the same figures as one by one)
@@ -386,8 +459,7 @@ class Deduplicator:
         # removed or cut), which is flagged and kept like any other near copy (issue 20)
         if best.id in title_ids and best_scores["resemblance"] >= c.t1:
             best_scores["title_key"] = q.title_key
-            return Verdict("duplicate", best.url, "title_anchor", best_scores, candidates=n,
-                           duplicate_id=best.id, **base)
+            return copy_of(best, "duplicate", "title_anchor", best_scores, n)
         if self.decision is not None:
             # the calibrated model says whether it is a copy (and which signals decided it);
             # containment >= t1 with the angle test still says how close a copy
@@ -402,9 +474,23 @@ class Deduplicator:
         else:
             best_scores["candidate"] = best.url  # the closest kept page, for calibration sweeps
             return Verdict("unique", None, below, best_scores, candidates=n, **base)
-        return Verdict(status, best.url, rule, best_scores, candidates=n, duplicate_id=best.id, **base)
+        return copy_of(best, status, rule, best_scores, n)
 
     # -- internals --------------------------------------------------------------------------
+    def _root(self, rec: Record, own_url: str | None) -> Record:
+        """The page ``rec``'s group was kept for: ``rec`` itself unless it is flagged as a copy, then the
+        record its ``duplicate_of`` names, and so on (a chain is one link long when every verdict names its
+        root; updates of pages can make it longer). Stops at a page that is gone, at a cycle, and before
+        ``own_url`` (the page being decided: a page is never the root of its own copy)."""
+        seen = {rec.id}
+        while rec.status != "unique" and rec.duplicate_of and rec.duplicate_of not in (rec.url, own_url):
+            nxt = self.index.by_url(rec.duplicate_of)
+            if nxt is None or nxt.id in seen:
+                break
+            seen.add(nxt.id)
+            rec = nxt
+        return rec
+
     def _candidates(self, q: Query, extra: Iterable[int]) -> list[int]:
         ids = set(extra)
         ids.update(i for i, _ in self.index.near_simhash(q.simhash))

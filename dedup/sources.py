@@ -24,6 +24,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import xxhash
+
 from .extract import DEFAULT_EXTRACTOR
 from .features import Featurizer
 from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, text_page
@@ -88,6 +90,18 @@ class Source:
         """A dropped-log line's ``item`` (url, title, text) and ``page`` (its tagged fields)."""
         return cls(url=str(item.get("url") or ""), title=item.get("title"), text=item.get("text"),
                    fields=page or None, origin="log")
+
+    @property
+    def body_key(self) -> str:
+        """A 64-bit hash (16 hex digits) of what the page is made from, before any parsing: its HTML's
+        bytes (a str as UTF-8), else its title and text. The same body fetched again has the same key,
+        so an unchanged page is known without parsing it (:meth:`dedup.deduplicator.Deduplicator.known`)."""
+        html = self.html
+        if isinstance(html, (str, bytes, bytearray, memoryview)) and (html or not (self.title or self.text)):
+            data = html.encode("utf-8", "surrogatepass") if isinstance(html, str) else bytes(html)
+        else:  # a title/text page (or HTML of a wrong type, which page_from_source refuses)
+            data = f"{self.title or ''}\0{self.text or ''}".encode("utf-8", "surrogatepass")
+        return xxhash.xxh3_64_hexdigest(data)
 
     @property
     def has_content(self) -> bool:

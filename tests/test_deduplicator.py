@@ -138,15 +138,106 @@ def test_lost_content_race_becomes_exact_duplicate(drop):
     assert len(index) == (1 if drop else 2)  # a kept exact duplicate claims nothing, so it is stored
 
 
-def test_recorded_copy_recognises_a_replayed_page(dedup):
-    run(dedup, html("Bridge closes", STORY), "https://a.example/bridge")
-    again = run(dedup, html("Bridge closes", STORY), "https://a.example/bridge")
-    replay = dedup.recorded_copy(again, "https://a.example/bridge")
-    assert replay is not None and replay.status == "unique" and replay.rule == "replay_of_recorded_page"
-    assert replay.kept
-    assert dedup.recorded_copy(again, "https://other.example/") is None
-    other = run(dedup, html("Bakery prize", OTHER), "https://a.example/bakery")
-    assert dedup.recorded_copy(other, "https://a.example/bakery") is None
+THIRD = [
+    "The city orchestra will tour four countries next summer, its director announced on Friday evening.",
+    "Rehearsals start in January, and the programme mixes new commissions with well-known symphonies.",
+    "Tickets for the home concerts go on sale next week, with reduced prices for students and pensioners.",
+    "The tour is paid for by a foundation grant and by sponsors from the regional business community.",
+    "Musicians said they looked forward to playing in halls they had only heard on recordings before.",
+    "A documentary crew will follow the orchestra and film the concerts for a series next autumn.",
+]
+
+
+@pytest.fixture(params=["memory", "local"])
+def any_index(request, tmp_path):
+    if request.param == "memory":
+        yield MemoryIndex()
+        return
+    from index.local import LocalIndex
+
+    index = LocalIndex(tmp_path / "index")
+    yield index
+    index.close()
+
+
+def urls_of(index):
+    records = list(index.iter_records()) if hasattr(index, "iter_records") else list(index._records.values())
+    return sorted(r.url for r in records)
+
+
+def test_a_page_fetched_again_unchanged_is_its_own_record_not_a_copy(any_index):
+    d = Deduplicator(any_index)
+    first = run(d, html("Bridge closes", STORY), "https://a.example/bridge")
+    again = run(d, html("Bridge closes", STORY), "https://a.example/bridge")
+    assert again.refetched and again.kept and again.status == first.status == "unique"
+    assert again.rule == "replay_of_recorded_page" and again.duplicate_of is None
+    assert urls_of(any_index) == ["https://a.example/bridge"]
+    other = run(d, html("Bakery prize", OTHER), "https://a.example/bakery")
+    assert not other.refetched and other.replaced is None
+
+
+def test_known_finds_the_same_bytes_before_parsing(any_index):
+    from dedup.sources import Source
+
+    d = Deduplicator(any_index)
+    body = html("Bridge closes", STORY)
+    source = Source(url="https://a.example/bridge", html=body.encode())
+    assert d.known(source.url, source.body_key) is None  # nothing recorded yet
+    d.process(parse_page(body, source.url), body=source.body_key)
+    hit = d.known(source.url, source.body_key)
+    assert hit is not None and hit.refetched and hit.status == "unique"
+    changed = Source(url=source.url, html=body.replace("Monday", "Tuesday").encode())
+    assert d.known(changed.url, changed.body_key) is None  # other bytes: parsed and decided
+    assert d.known("https://b.example/bridge", source.body_key) is None  # another URL
+
+
+def test_a_changed_page_replaces_its_record_and_is_never_a_copy_of_itself(any_index):
+    d = Deduplicator(any_index)
+    url = "https://a.example/bridge"
+    first = run(d, html("Bridge closes", STORY), url)
+    edited = STORY[:5] + ["Update: the council has since moved the start of the work to the summer holidays."]
+    second = run(d, html("Bridge closes", edited), url)
+    assert first.status == "unique"
+    assert second.status == "unique" and second.duplicate_of is None and second.kept  # not its own copy
+    assert second.replaced is not None and second.replaced["status"] == "unique"
+    assert urls_of(any_index) == [url]
+    record = any_index.by_url(url)
+    assert record.content_hash != second.replaced["content_hash"]
+    # the new text is what candidates are found from: a copy of it names the URL
+    copy = run(d, html("Bridge closes", edited, nav="Start Politics Weather"), "https://b.example/copy")
+    assert copy.status == "exact_duplicate" and copy.duplicate_of == url
+
+
+def test_a_changed_page_that_became_a_copy_of_another_loses_its_record(any_index):
+    d = Deduplicator(any_index)
+    run(d, html("Bakery prize", OTHER), "https://b.example/bakery")
+    run(d, html("Bridge closes", STORY), "https://a.example/page")
+    now = run(d, html("Bakery prize", OTHER, nav="Start Politics Weather"), "https://a.example/page")
+    assert now.status == "exact_duplicate" and not now.kept and now.replaced["status"] == "unique"
+    assert urls_of(any_index) == ["https://b.example/bakery"]
+
+
+def test_duplicate_of_names_the_root_and_nearest_the_page_matched(any_index):
+    d = Deduplicator(any_index)
+    root = "https://a.example/1"
+    run(d, html("Bridge closes", STORY), root)
+    middle = run(d, html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."]),
+                 "https://b.example/2")
+    assert middle.duplicate_of == root and middle.nearest == root
+    # an exact copy of the middle page (a flagged copy): matched with it, named after the root
+    last = run(d, html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."],
+                       nav="Start Politics Weather"), "https://c.example/3")
+    assert last.status == "exact_duplicate"
+    assert last.nearest == "https://b.example/2" and last.duplicate_of == root
+
+
+def test_unextractable_page_fetched_again_keeps_one_record(any_index):
+    d = Deduplicator(any_index)
+    for _ in range(3):
+        v = run(d, "<html><body><nav><a href='/a'>Home</a> <a href='/b'>News</a></nav></body></html>",
+                "https://a.example/")
+    assert v.status == "unique" and v.rule in ("unextractable", "replay_of_recorded_page")
+    assert urls_of(any_index) == ["https://a.example/"]
 
 
 def test_title_anchor_match_with_edited_text_is_flagged_not_dropped():

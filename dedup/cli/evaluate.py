@@ -3,10 +3,11 @@
 Layout: ``DIR/<cluster>/*.htm*`` — every page in a cluster copies the same story.
 Pages arrive one at a time in a seeded random order; each goes through the same
 :class:`~dedup.deduplicator.Deduplicator` a crawl uses (checked against what was
-kept so far, then added unless dropped). A page dropped or flagged must name a
-page of its own cluster in ``duplicate_of``.
+kept so far, then added unless dropped). A page dropped or flagged must have been
+matched with a page of its own cluster (``nearest``, the page it was compared with;
+``duplicate_of`` names that page's root, which is the same page unless it is itself a copy).
 
-precision = flagged-or-dropped pages whose duplicate_of is in their cluster / flagged-or-dropped
+precision = flagged-or-dropped pages whose match (nearest) is in their cluster / flagged-or-dropped
 recall    = those correct ones / pages that had an earlier page of their cluster
 
 Page URLs are synthetic (``http://eval.invalid/p<N>``) so that folder and file
@@ -80,7 +81,7 @@ def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = 
         page = parse_page(path.read_bytes(), url, extractor=config.extractor)
         verdict = dedup.process(page)
         outcomes.append(Outcome(cluster, str(path), url, verdict, cluster in seen,
-                                url_cluster.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))))
+                                url_cluster.get(verdict.nearest or verdict.duplicate_of or verdict.scores.get("candidate", ""))))
         seen.add(cluster)
         if progress:
             progress(n, len(order))

@@ -183,7 +183,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     sources = _Sources(uri, Path(log_name), named)
     try:
         page_a, verdict_a, where_a = resolve_page(args.a, sources)
-        ref_b = args.b or verdict_a.get("duplicate_of")
+        ref_b = args.b or verdict_a.get("nearest") or verdict_a.get("duplicate_of")  # the page it was matched with
         if not ref_b:
             raise ValueError(f"give page B: {args.a!r} carries no duplicate_of to compare with")
         page_b, _, where_b = resolve_page(ref_b, sources)
