@@ -35,7 +35,7 @@ A reclaimed request is crawled again from the start.  The middleware marks the i
 frontier's requests as replays (every URL passes the shared seen-requests set once, so a page
 fetched twice is a reclaimed request or a start URL every crawler asks for), so a page whose
 item the killed crawler had already indexed comes back as the index's replay of its own record
-(kept, the same verdict: :meth:`dedup.deduplicator.Deduplicator.recorded_copy`), never as an
+(kept, the same verdict: :meth:`dedup.deduplicator.Deduplicator.process` finds its URL's record), never as an
 exact duplicate of itself; an exact duplicate the killed crawler had dropped is dropped again,
 in the other crawler's dropped log (the same verdict).
 

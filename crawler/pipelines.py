@@ -34,7 +34,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
-from dedup.droplog import DropLogWriter
+from dedup.droplog import DropLogWriter, dropped_keys
 from dedup.page import Page
 from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
@@ -46,7 +46,7 @@ from .items import TRANSIENT
 from .spool import REPLAY_KEY, Spool
 
 __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source", "index_buffered", "flush_index",
-           "index_flushed"]
+           "index_flushed", "remove_document"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 index_buffered = object()
 flush_index = object()
 index_flushed = object()
+#: sent by :class:`DedupPipeline` with ``url`` when a page fetched again with changed content is dropped:
+#: its older version leaves the search index too (:class:`IndexPipeline` removes the document)
+remove_document = object()
 
 #: key of ``item["dedup"]`` marking a page fetched again that the dedup index recorded under its URL:
 #: ``IndexPipeline`` writes it only when the search index does not hold it (a kill between the two writes)
@@ -162,6 +165,8 @@ class DedupPipeline(_PipelineBase):
         self.index: Any = None
         self.deduplicator: Deduplicator | None = None
         self._dropped_log: DropLogWriter | None = None
+        #: URLs the dropped log holds as dropped: url -> (body key, content hash) of the dropped page
+        self._dropped: dict[str, tuple[str | None, str | None]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "DedupPipeline":
@@ -179,6 +184,7 @@ class DedupPipeline(_PipelineBase):
 
         self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
                                 **self.index_options)
+        self._dropped = dropped_keys(self.dropped_log_path)
         self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
         if self.workers and _asyncio_loop() is not None:
             self.pool = WorkerPool(self.workers)
@@ -223,11 +229,46 @@ class DedupPipeline(_PipelineBase):
             del previous[REPLAY_KEY]
             return item
         source = item_source(adapter, self.html_field)
+        body = source.body_key if isinstance(source, Source) else None
+        if body is not None and self.unavailable is None:
+            try:
+                seen = self._unchanged(adapter, body)
+            except _unavailable_errors() as exc:
+                return self._spool(adapter, None, exc)
+            if seen is not None:
+                return seen
         if self.pool is not None and isinstance(source, Source) and self.unavailable is None:
-            return self._pooled(adapter, source, replay)
-        return self._decide(adapter, source, None, replay)
+            return self._pooled(adapter, source, replay, body)
+        return self._decide(adapter, source, None, replay, body)
 
-    async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any) -> Any:
+    def _unchanged(self, adapter: ItemAdapter, body: str) -> Any:
+        """A page fetched again with the very bytes it had (``body``), known before parsing: the item of a
+        kept one (its record's verdict), or a quiet drop of one the dropped log holds; None otherwise."""
+        url = adapter.get("url")
+        verdict = self.deduplicator.known(url, body)
+        if verdict is not None:
+            return self._refetched(adapter, verdict)
+        dropped = self._dropped.get(url)
+        if dropped is not None and dropped[0] == body and dropped[1] and \
+                self.deduplicator.index.lookup("content_hash", dropped[1]):
+            self._seen_dropped(url)  # raises
+        return None
+
+    def _refetched(self, adapter: ItemAdapter, verdict: Verdict) -> Any:
+        """The item of a page fetched again whose record holds its content: it carries its record's verdict
+        to IndexPipeline, which stores it only if the search index misses it (a kill between the writes)."""
+        self._inc("dedup/refetched")
+        self._set_dedup(adapter, {**verdict.to_dict(), REFETCH_KEY: True})
+        return adapter.item
+
+    def _seen_dropped(self, url: str) -> None:
+        """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
+        entry told when (a short ``seen`` line), and dropped without a second drop line."""
+        self._inc("dedup/refetched")
+        self._dropped_log.event("seen", url)
+        raise DropItem(f"{url}: fetched again, unchanged; dropped before (see the dropped log)", log_level="DEBUG")
+
+    async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any, body: str | None) -> Any:
         """Parse and featurize in a worker process; decide here, in the order the items arrived (the
         same verdicts as in-process, whichever worker finishes first)."""
         loop = asyncio.get_running_loop()
@@ -242,13 +283,14 @@ class DedupPipeline(_PipelineBase):
                 page, features = source, None
             if turn is not None:
                 await turn
-            return self._decide(adapter, page, features, replay)
+            return self._decide(adapter, page, features, replay, body)
         finally:
             mine.set_result(None)
             if self._turn is mine:
                 self._turn = None
 
-    def _decide(self, adapter: ItemAdapter, source: Source | Page, features: Any, replay: Any) -> Any:
+    def _decide(self, adapter: ItemAdapter, source: Source | Page, features: Any, replay: Any,
+                body: str | None = None) -> Any:
         """Check the item's page (parsed here unless ``source`` is already a page), record the verdict,
         and return the item or raise :class:`DuplicateDropped`."""
         item = adapter.item
@@ -259,7 +301,9 @@ class DedupPipeline(_PipelineBase):
             self._complete(adapter, page)
             if self.unavailable is not None:
                 raise self.unavailable
-            verdict = self.deduplicator.process(page, features=features,
+            if features is None:
+                features = self.deduplicator.features(page)
+            verdict = self.deduplicator.process(page, features=features, body=body,
                                                 fetched_at=epoch_seconds(adapter.get("fetched_at")))
         except _unavailable_errors() as exc:
             return self._spool(adapter, page, exc)
@@ -270,22 +314,30 @@ class DedupPipeline(_PipelineBase):
                                       "error": f"{type(exc).__name__}: {exc}", "algorithm": ALGORITHM,
                                       "kept": True})
             return item
-        if replay:  # a spooled page the index may have recorded before the outage
-            verdict = self.deduplicator.recorded_copy(verdict, url) or verdict
-        elif not verdict.kept and (recorded := self.deduplicator.recorded_copy(verdict, url)) is not None:
-            # the same URL with the same content is recorded already: the page was fetched again (Scrapy
-            # fetches a start URL again when a page links to it), it is not a copy of itself. It carries
-            # its record's verdict to IndexPipeline, which stores it only if the search index misses it
-            self._inc("dedup/refetched")
-            self._set_dedup(adapter, {**recorded.to_dict(), REFETCH_KEY: True})
-            return item
+        if verdict.refetched and not replay:
+            # the same URL with the same content is recorded already: the page was fetched again (a second
+            # crawl, or Scrapy fetching a start URL again when a page links to it), not a copy of itself.
+            # (A replayed page, spooled or reclaimed, is stored with its record's verdict as it is.)
+            return self._refetched(adapter, verdict)
+        dropped = self._dropped.get(url)
+        if not verdict.kept and dropped is not None and dropped[1] == features.content_hash:
+            self._seen_dropped(url)  # fetched again with the text it was dropped for: not logged twice
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
+        if verdict.replaced is not None:
+            self._inc("dedup/updated")
         if verdict.kept:
             self._inc("dedup/kept")
+            if dropped is not None:  # dropped before, changed since, and kept now
+                self._dropped.pop(url, None)
+                self._dropped_log.event("kept", url, status=verdict.status)
             return item
         self._inc("dedup/dropped")
-        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,))
+        if verdict.replaced is not None and self.crawler is not None:  # its older version was kept
+            self.crawler.signals.send_catch_log(remove_document, url=url)
+        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,), body=body,
+                                content_hash=None if verdict.rule == "content_hash" else features.content_hash)
+        self._dropped[url] = (body, features.content_hash)
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
             verdict, log_level="INFO" if self.debug else "DEBUG")
@@ -358,6 +410,7 @@ class IndexPipeline(_PipelineBase):
                        spool=s.spool, html_field=s.html_field, config=s.config)
         crawler.signals.connect(pipeline.buffered, signal=index_buffered)
         crawler.signals.connect(pipeline.flush, signal=flush_index)
+        crawler.signals.connect(pipeline.remove, signal=remove_document)
         return pipeline
 
     def open_spider(self, spider: Spider | None = None) -> None:
@@ -377,6 +430,12 @@ class IndexPipeline(_PipelineBase):
                 logger.exception("Closing search index %s", self.index_uri, extra=self._extra)
             self.search = None
             self._sent()
+
+    def remove(self, url: str, **_: Any) -> None:
+        """Remove ``url``'s document: the page was fetched again with changed content and dropped."""
+        if self.search is not None:
+            self.search.remove(url)
+            self._inc("dedup/index/removed")
 
     # -- the write buffer (Elasticsearch's bulk writes; the local index commits every add) ----------------
     def buffered(self, **_: Any) -> int:

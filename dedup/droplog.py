@@ -14,16 +14,22 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   headings, bold, anchors, keywords, ...). Title, text and fields rebuild the page the crawl
   decided on (:meth:`dedup.sources.Source.from_logged`), so raw HTML is not needed (measured on
   the generated news site of ``benchmarks/bench_crawl.py``: 4.8 KB a line for pages of 40 KB of HTML).
+  The crawl adds ``body``, the key of the bytes it dropped, and ``content_hash``, the key of their main
+  text, when the verdict does not hold it already (``verdict.scores.content_hash``, the ``content_hash``
+  rule's): by these the same page fetched again is known (:func:`dropped_keys`).
 * an **event** line appended by ``dedup dropped restore``:
-  ``{"event": "restored", "url", "time", "record_id", "index"}``.
+  ``{"event": "restored", "url", "time", "record_id", "index"}``; by a crawl that fetched a dropped URL
+  again: ``{"event": "seen", "url", "time"}`` (unchanged: dropped again without a second drop line) or
+  ``{"event": "kept", "url", "time", "status"}`` (its text changed and it was kept this time).
 
 Lines of older logs (no ``index``/``page``; the verdict repeated in ``item.dedup``) are read too.
 
 The log is append-only (a crash in the middle of a write can only leave a partial *last* line,
 which readers report and skip): restoring a page appends an event, it never rewrites the file.
 Reading *folds* the lines into one :class:`Entry` per URL: the latest drop line of the URL, how
-many times it was dropped, and its state, ``restored`` when a ``restored`` event follows that
-drop line (a later drop of the same URL makes it ``dropped`` again).
+many times it was dropped, when it was last seen again unchanged, and its state: ``restored`` when a
+``restored`` event follows that drop line, ``kept`` when a ``kept`` event does (a later drop of the
+same URL makes it ``dropped`` again).
 
 Bad lines (not JSON, not an object, no ``url``/``verdict``) are reported as
 :class:`LogProblem` with their line number and skipped; they never stop a reader.
@@ -55,11 +61,13 @@ from .sources import Source, page_fields, page_from_source
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
     "parse_time", "append_event", "append_events", "drop_line", "page_from_item", "iso_now", "STATES", "RESTORED",
-    "DropLogWriter", "index_identity",
+    "DropLogWriter", "index_identity", "dropped_keys", "SEEN", "KEPT",
 ]
 
-STATES = ("dropped", "restored")
+STATES = ("dropped", "restored", "kept")
 RESTORED = "restored"
+#: events a crawl appends (see the module docstring); ``restored`` is the restore command's
+SEEN, KEPT = "seen", "kept"
 
 
 def iso_now() -> str:
@@ -156,6 +164,8 @@ class Entry(VerdictFields):
     restored_at: str | None = None
     index: str | None = None  # the index the page was dropped from (None: an older line does not say)
     restored_into: str | None = None
+    seen: int = 0  # times fetched again unchanged since the drop line
+    seen_at: str | None = None
 
     @property
     def host(self) -> str:
@@ -169,7 +179,8 @@ class Entry(VerdictFields):
         out = {"url": self.url, "time": self.time, "state": self.state, "restored_at": self.restored_at,
                "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of,
                "score": self.score, "host": self.host, "title": self.title, "drops": self.drops,
-               "line": self.line, "index": self.index, "restored_into": self.restored_into}
+               "line": self.line, "index": self.index, "restored_into": self.restored_into,
+               "seen": self.seen, "seen_at": self.seen_at}
         if verdict:
             out["verdict"] = self.verdict
         return out
@@ -275,13 +286,18 @@ def read_log(path: str | os.PathLike) -> DropLog:
         if event is not None:
             log.events += 1
             entry = by_url.get(url)
-            if event != RESTORED:
+            when = obj.get("time") if isinstance(obj.get("time"), str) else None
+            if event not in (RESTORED, SEEN, KEPT):
                 log.problems.append(LogProblem(number, f"unknown event {event!r} for {url}; ignored"))
             elif entry is None:
-                log.problems.append(LogProblem(number, f"restored event for {url}, which no earlier line drops"))
+                log.problems.append(LogProblem(number, f"{event} event for {url}, which no earlier line drops"))
+            elif event == SEEN:
+                entry.seen, entry.seen_at = entry.seen + 1, when
+            elif event == KEPT:
+                entry.state = KEPT
             else:
                 entry.state = RESTORED
-                entry.restored_at = obj.get("time") if isinstance(obj.get("time"), str) else None
+                entry.restored_at = when
                 entry.restored_into = obj.get("index") if isinstance(obj.get("index"), str) else None
             continue
         verdict = obj.get("verdict")
@@ -316,7 +332,8 @@ def index_identity(uri: str) -> str:
 
 
 def drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None, *,
-              index: str | None = None, omit: Iterable[str] = ()) -> dict[str, Any]:
+              index: str | None = None, omit: Iterable[str] = (), body: str | None = None,
+              content_hash: str | None = None) -> dict[str, Any]:
     """The drop line of a dropped page, the one format every writer uses (the crawl's
     :class:`DropLogWriter`, a reindex's batched appends): its ``verdict`` (a Verdict dict, stored
     once), ``item`` (its fields; ``dedup``, ``page`` and the names in ``omit``, e.g. the raw-HTML
@@ -337,7 +354,32 @@ def drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None =
     line["item"] = logged
     if page is not None:
         line["page"] = page_fields(page)
+    if body:
+        line["body"] = body
+    if content_hash:
+        line["content_hash"] = content_hash
     return line
+
+
+def dropped_keys(path: str | os.PathLike) -> dict[str, tuple[str | None, str | None]]:
+    """``url -> (body key, content hash)`` of every URL the log at ``path`` holds as dropped (not restored,
+    not kept since): what a crawl knows a dropped page fetched again by. A line of an older log has no
+    body key, and its content hash only when it was dropped by the content hash. No log: empty."""
+    if not Path(path).is_file():
+        return {}
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for _, _, obj, _ in iter_lines(path):
+        url = obj.get("url") if obj is not None else None
+        if not isinstance(url, str):
+            continue
+        event = obj.get("event")
+        if event in (RESTORED, KEPT):
+            out.pop(url, None)
+        elif event is None and isinstance(obj.get("verdict"), dict):
+            scores = obj["verdict"].get("scores")
+            content = obj.get("content_hash") or (scores.get("content_hash") if isinstance(scores, dict) else None)
+            out[url] = (obj.get("body"), content)
+    return out
 
 
 class DropLogWriter:
@@ -353,10 +395,16 @@ class DropLogWriter:
         self._file = self.path.open("a", encoding="utf-8")
 
     def write(self, verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None,
-              omit: Iterable[str] = ()) -> None:
+              omit: Iterable[str] = (), *, body: str | None = None, content_hash: str | None = None) -> None:
         """Log a dropped page (see :func:`drop_line`), flushed at once."""
-        line = drop_line(verdict, item, page, index=self.index, omit=omit)
-        self._file.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        self._line(drop_line(verdict, item, page, index=self.index, omit=omit, body=body, content_hash=content_hash))
+
+    def event(self, kind: str, url: str, **fields: Any) -> None:
+        """Append an event line about ``url`` (``seen``, ``kept``: see the module docstring)."""
+        self._line({"event": kind, "url": url, "time": iso_now(), **fields})
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        self._file.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
 
     def sync(self) -> None:

@@ -122,7 +122,8 @@ def test_exported_item_fields(first):
 def test_dropped_log_lines(first):
     assert first.dropped
     for line in first.dropped:
-        assert set(line) == {"url", "time", "index", "verdict", "item", "page"}
+        assert {"url", "time", "index", "verdict", "item", "page", "body"} <= set(line) <= \
+            {"url", "time", "index", "verdict", "item", "page", "body", "content_hash"}
         assert datetime.fromisoformat(line["time"].replace("Z", "+00:00")).utcoffset().total_seconds() == 0
         assert line["item"]["url"] == line["url"] and line["index"] == f"local://{first.index}"
         # the verdict once; no raw HTML: title, text and the tagged fields rebuild the page

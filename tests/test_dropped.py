@@ -3,6 +3,7 @@ sample site (loopback), and :mod:`dedup.droplog` on hand-broken copies of them."
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -76,8 +77,8 @@ def work(first, tmp_path):
 @pytest.fixture(scope="module")
 def recrawled(site_url, crawl, first, tmp_path_factory):
     """The same site crawled again into a copy of the first index, appending to a copy of its
-    log: the pages the first crawl dropped are dropped a second time; the kept ones are their own
-    records (fetched again, not copies of themselves) and are not logged."""
+    log: nothing changed, so every page is fetched again (``dedup/refetched``), the kept ones are their
+    own records and the dropped ones are not logged a second time."""
     out = tmp_path_factory.mktemp("recrawled")
     shutil.copytree(first.index, out / "index")
     shutil.copy(first.dropped_log, out / "dropped.jsonl")
@@ -267,16 +268,20 @@ def test_show_falls_back_to_the_log_without_an_index(first, capsys, tmp_path):
 
 @CRAWL
 def test_recrawl_log_folds_to_one_entry_per_url(recrawled, first, capsys):
+    """A page dropped before and fetched again unchanged is not dropped twice: its entry says when it was
+    seen again (a short ``seen`` line, not a second drop line)."""
     rows = dedup_json(capsys, "dropped", "list", *args(recrawled.dropped_log))
-    twice = {d["url"] for d in first.dropped}
-    assert {r["url"] for r in rows} == twice  # the kept pages were fetched again, not dropped
-    assert {r["url"]: r["drops"] for r in rows} == {u: 2 for u in twice}
-    latest = {d["url"]: d["verdict"] for d in recrawled.dropped}  # the second crawl's lines come last
+    once = {d["url"] for d in first.dropped}
+    assert {r["url"] for r in rows} == once  # the kept pages were fetched again, not dropped
+    assert {r["url"]: (r["drops"], r["seen"]) for r in rows} == {u: (1, 1) for u in once}
+    assert all(r["seen_at"] for r in rows)
+    latest = {d["url"]: d["verdict"] for d in recrawled.dropped if "verdict" in d}
     assert {r["url"]: (r["status"], r["duplicate_of"]) for r in rows} == \
         {u: (v["status"], v["duplicate_of"]) for u, v in latest.items()}
     assert all(r["duplicate_of"] != r["url"] for r in rows)
+    assert re.search(r"'dedup/refetched': %d\b" % len(first.items + first.dropped), recrawled.log)
     stats = dedup_json(capsys, "dropped", "stats", *args(recrawled.dropped_log))
-    assert stats["pages"] == len(twice) and stats["drops"] == 2 * len(twice)
+    assert stats["pages"] == len(once) and stats["drops"] == len(once)
 
 
 # -- broken logs ----------------------------------------------------------------------------------
