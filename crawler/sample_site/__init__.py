@@ -154,14 +154,14 @@ def manifest_key(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def spawn(env: dict[str, str] | None = None) -> tuple["subprocess.Popen[str]", str]:
-    """Run ``python -m crawler.sample_site`` on a free loopback port; return the process and its URL.
+def spawn(env: dict[str, str] | None = None, root: str | os.PathLike | None = None) -> tuple["subprocess.Popen[str]", str]:
+    """Run ``python -m crawler.sample_site`` on a free loopback port (serving ``root``, by default the
+    shipped pages); return the process and its URL.
 
     Stop it with :func:`terminate` (by PID), as the demo and the crawl tests do.
     """
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "crawler.sample_site", "--port", "0"], cwd=root, env=env,
-                            stdout=subprocess.PIPE, text=True)
+    cmd = [sys.executable, "-m", "crawler.sample_site", "--port", "0"] + (["--root", str(root)] if root else [])
+    proc = subprocess.Popen(cmd, cwd=Path(__file__).resolve().parents[2], env=env, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip() if proc.stdout else ""
     if not line.startswith("serving http://127.0.0.1:"):
         terminate(proc)

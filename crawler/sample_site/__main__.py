@@ -1,4 +1,4 @@
-"""``python -m crawler.sample_site [--host 127.0.0.1] [--port 0] [--verbose]``
+"""``python -m crawler.sample_site [--host 127.0.0.1] [--port 0] [--root DIR] [--verbose]``
 
 Prints exactly one line, ``serving http://HOST:PORT/``, then serves the sample
 site until SIGTERM or SIGINT (exit status 0). Loopback addresses only.
@@ -31,6 +31,7 @@ def main(argv=None) -> int:
                                  description="Serve the sample site on loopback.")
     ap.add_argument("--host", type=_loopback, default="127.0.0.1", help="loopback address (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=0, help="port, 0 = any free port (default)")
+    ap.add_argument("--root", default=None, help="serve this folder instead of the shipped pages (a copy to edit)")
     ap.add_argument("--verbose", action="store_true", help="log requests to stderr")
     args = ap.parse_args(argv)
 
@@ -39,7 +40,7 @@ def main(argv=None) -> int:
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
-    server, url = serve(args.host, args.port, verbose=args.verbose)
+    server, url = serve(args.host, args.port, verbose=args.verbose, directory=args.root)
     try:
         print(f"serving {url}", flush=True)
         while not stopping.wait(0.2):
