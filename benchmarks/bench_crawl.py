@@ -18,6 +18,12 @@ start to exit, what a user waits for), with the ratios of Scrapy's own ``elapsed
 and of the crawl processes' CPU seconds beside it (workers' CPU included).  The dropped log's mean
 bytes per line are reported beside the pages' mean HTML bytes.
 
+``--recrawl``: instead, a crawl's life: each round crawls the site without dedup (**off**), with it into a
+fresh index (**first**), and again into that index with nothing changed (**again**, the daily recrawl: every
+page's bytes are known, nothing is parsed or written); the figures are the ratios of the median wall and
+CPU times (again / first, again / off) and what the index, the dropped log and the feed grew by in the
+second crawl.
+
 ``--index-uri``: ``local`` (default: ``local://`` in a fresh folder per crawl), an
 Elasticsearch URI ``http(s)://HOST:PORT/NAME`` (each crawl gets ``NAME-bench-<mode>-<n>``;
 the indices are left in the cluster: delete them afterwards), or ``es-emulator`` (starts
@@ -99,7 +105,8 @@ def crawl(project: Path, url: str, folder: Path, mode: str, uri: str, extractor:
     st = stats(text)
     dropped_log = folder / "dropped.jsonl"
     lines = dropped_log.read_bytes().splitlines() if dropped_log.exists() else []
-    return {"mode": mode, "wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    return {"mode": mode, "wall": wall, "refetched": int(st.get("dedup/refetched", 0)),
+            "log_bytes": dropped_log.stat().st_size if dropped_log.exists() else 0, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "elapsed": st.get("elapsed_time_seconds", float("nan")), "responses": int(st.get("response_received_count", 0)),
             "items": int(st.get("item_scraped_count", 0)), "dropped": int(st.get("item_dropped_count", 0)),
             "flagged": int(st.get("dedup/near_duplicate", 0) + st.get("dedup/duplicate", 0)),
@@ -120,7 +127,10 @@ def main(argv=None) -> int:
     p.add_argument("--index-uri", default="local",
                    help="local (default), http(s)://HOST:PORT/NAME or es-emulator")
     p.add_argument("--extractor", default=None, help="DEDUP_EXTRACTOR of the dedup crawls (default: the default's)")
+    p.add_argument("--recrawl", action="store_true", help="measure a recrawl of the unchanged site (see above)")
     args = p.parse_args(argv)
+    if args.recrawl:
+        return recrawl(args)
     pages = args.pages or (150 if args.quick else 1000)
     reps = args.reps or (1 if args.quick else 3)
     res = common.Results("bench_crawl.py", 4, "crawl overhead in a user's project, dedup on vs off, 0-2 workers", args)
@@ -201,6 +211,75 @@ def main(argv=None) -> int:
     if local:
         res.note("Elasticsearch: `python benchmarks/bench_crawl.py --index-uri es-emulator` (noida-db; run.py "
                  "does, as crawl_es) or --index-uri http://HOST:PORT/NAME for a real cluster")
+    res.finish(args.json)
+    return 0
+
+
+RECRAWL_FIGURES = [
+    ("t4r.first_s", "first crawl into a fresh index, wall", "s"),
+    ("t4r.again_s", "the same site crawled again unchanged into that index, wall", "s"),
+    ("t4r.again_vs_first_wall", "wall-time ratio again / first", "x"),
+    ("t4r.again_vs_first_cpu", "CPU-time ratio again / first", "x"),
+    ("t4r.again_vs_off_wall", "wall-time ratio again / off (dedup off, fresh)", "x"),
+    ("t4r.refetched_share", "pages of the second crawl known as refetched", "share"),
+    ("t4r.log_growth", "dropped-log bytes added by the second crawl, per dropped page of the first", "B"),
+]
+
+
+def recrawl(args) -> int:
+    """``--recrawl``: see the module docstring."""
+    pages = args.pages or (150 if args.quick else 1000)
+    reps = args.reps or (1 if args.quick else 3)
+    res = common.Results("bench_crawl.py --recrawl", 4, "a recrawl of an unchanged site against its first crawl", args)
+    from crawler.sample_site import serve, stop
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-recrawl-"))
+    mode = f"w{min(default_workers(), 2)}"
+    runs: list[dict] = []
+    try:
+        sitegen.generate(tmp / "site", pages, args.seed)
+        project = userproject.write(tmp / "project")
+        server, url = serve(directory=tmp / "site")
+        try:
+            for r in range(reps):
+                folder = tmp / f"round-{r}"
+                uri = index_uri("local", folder, mode, r)
+                off = crawl(project, url, tmp / f"off-{r}", "off", uri)
+                first = crawl(project, url, folder, mode, uri, args.extractor)
+                first_log = first["log_bytes"]
+                again = crawl(project, url, folder, mode, uri, args.extractor)
+                again["log_added"] = again["log_bytes"] - first_log
+                for name, run in (("off", off), ("first", first), ("again", again)):
+                    run["mode"] = name
+                    runs.append(run)
+                    print(f"  {name} #{r}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, {run['responses']} "
+                          f"responses, {run['refetched']} refetched", flush=True)
+                shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            stop(server)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def med(mode: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs if r["mode"] == mode)
+
+    names = {fid: (name, unit) for fid, name, unit in RECRAWL_FIGURES}
+
+    def figure(fid: str, value: float, note: str = "") -> None:
+        res.figure(fid, names[fid][0], value, names[fid][1], note=note)
+
+    figure("t4r.first_s", med("first", "wall"), note=f"{reps} rounds; user project; embedded index; DEDUP_WORKERS={mode[1]}")
+    figure("t4r.again_s", med("again", "wall"))
+    figure("t4r.again_vs_first_wall", med("again", "wall") / med("first", "wall"))
+    figure("t4r.again_vs_first_cpu", med("again", "cpu") / med("first", "cpu"))
+    figure("t4r.again_vs_off_wall", med("again", "wall") / med("off", "wall"),
+           note="the floor: Scrapy fetching the same pages without dedup")
+    figure("t4r.refetched_share", med("again", "refetched") / max(med("again", "responses"), 1))
+    figure("t4r.log_growth", med("again", "log_added") / max(med("first", "exact"), 1),
+           note="a short 'seen' line per dropped page fetched again")
+    res.table("crawls", ["mode", "wall s", "CPU s", "responses", "items", "dropped", "refetched", "dropped log B"],
+              [[r["mode"], r["wall"], r["cpu"], r["responses"], r["items"], r["dropped"], r["refetched"],
+                r["log_bytes"]] for r in runs])
     res.finish(args.json)
     return 0
 

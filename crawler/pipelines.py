@@ -233,8 +233,8 @@ class DedupPipeline(_PipelineBase):
         if body is not None and self.unavailable is None:
             try:
                 seen = self._unchanged(adapter, body)
-            except _unavailable_errors() as exc:
-                return self._spool(adapter, None, exc)
+            except _unavailable_errors() as exc:  # parsed here, then spooled with its page
+                return self._decide(adapter, source, None, replay, body, outage=exc)
             if seen is not None:
                 return seen
         if self.pool is not None and isinstance(source, Source) and self.unavailable is None:
@@ -290,7 +290,7 @@ class DedupPipeline(_PipelineBase):
                 self._turn = None
 
     def _decide(self, adapter: ItemAdapter, source: Source | Page, features: Any, replay: Any,
-                body: str | None = None) -> Any:
+                body: str | None = None, outage: BaseException | None = None) -> Any:
         """Check the item's page (parsed here unless ``source`` is already a page), record the verdict,
         and return the item or raise :class:`DuplicateDropped`."""
         item = adapter.item
@@ -299,8 +299,8 @@ class DedupPipeline(_PipelineBase):
         try:
             page = source if isinstance(source, Page) else page_from_source(source, self.config)
             self._complete(adapter, page)
-            if self.unavailable is not None:
-                raise self.unavailable
+            if self.unavailable is not None or outage is not None:
+                raise self.unavailable or outage
             if features is None:
                 features = self.deduplicator.features(page)
             verdict = self.deduplicator.process(page, features=features, body=body,
