@@ -125,7 +125,13 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
     features = featurizer(page)
     when = iso_now()
     fetched_at = epoch_seconds(item.get("fetched_at"))
-    record_id = _existing_record(index, entry.url, features.content_hash)
+    current = index.by_url(entry.url)
+    if current is not None and current.content_hash != features.content_hash:
+        # fetched again since, with other text, and kept: one record per URL, and the newer text is the page
+        return RestoreResult(entry.url, "refused",
+                             f"{entry.url} was fetched again after this drop and is kept in {target} with newer "
+                             f"text (dedup record {current.id}); nothing to restore", current.id, target)
+    record_id = current.id if current is not None else None
     if record_id is not None and entry.duplicate_of == entry.url:
         # a second fetch of a kept page, logged as its own copy (logs written before refetches were
         # recognised): the page is in the index already, and its search document must keep its verdict
@@ -158,14 +164,3 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
     entry.state, entry.restored_at, entry.restored_into = RESTORED, when, target
     return RestoreResult(entry.url, "restored", f"{entry.url} restored into {target} (dedup record {record_id})",
                          record_id, target)
-
-
-def _existing_record(index: Any, url: str, content_hash: str) -> int | None:
-    """The id of a record for ``url`` with ``content_hash`` already in the index, or None."""
-    if not content_hash:
-        return None
-    ids = index.lookup("content_hash", content_hash)
-    for record in index.get(ids):
-        if record.url == url:
-            return record.id
-    return None
