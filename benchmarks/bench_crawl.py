@@ -221,6 +221,7 @@ RECRAWL_FIGURES = [
     ("t4r.again_vs_first_wall", "wall-time ratio again / first", "x"),
     ("t4r.again_vs_first_cpu", "CPU-time ratio again / first", "x"),
     ("t4r.again_vs_off_wall", "wall-time ratio again / off (dedup off, fresh)", "x"),
+    ("t4r.added_cpu", "dedup's own CPU on the recrawl against the first crawl: (again - off) / (first - off)", "x"),
     ("t4r.refetched_share", "pages of the second crawl known as refetched", "share"),
     ("t4r.log_growth", "dropped-log bytes added by the second crawl, per dropped page of the first", "B"),
 ]
@@ -274,6 +275,8 @@ def recrawl(args) -> int:
     figure("t4r.again_vs_first_cpu", med("again", "cpu") / med("first", "cpu"))
     figure("t4r.again_vs_off_wall", med("again", "wall") / med("off", "wall"),
            note="the floor: Scrapy fetching the same pages without dedup")
+    figure("t4r.added_cpu", (med("again", "cpu") - med("off", "cpu")) / max(med("first", "cpu") - med("off", "cpu"), 1e-9),
+           note="CPU seconds of the crawl process and its workers beyond Scrapy's own (off)")
     figure("t4r.refetched_share", med("again", "refetched") / max(med("again", "responses"), 1))
     figure("t4r.log_growth", med("again", "log_added") / max(med("first", "exact"), 1),
            note="a short 'seen' line per dropped page fetched again")

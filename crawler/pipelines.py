@@ -154,6 +154,7 @@ class DedupPipeline(_PipelineBase):
         self.config = config
         self.workers = workers
         self.pool: WorkerPool | None = None
+        self._pooling = False
         self._turn: asyncio.Future | None = None  # the decision of the item that arrived last
         self.index_options = dict(index_options or {})
         self.spool = Spool(spool or Path(dropped_log).with_name("spool.jsonl"))
@@ -186,18 +187,17 @@ class DedupPipeline(_PipelineBase):
                                 **self.index_options)
         self._dropped = dropped_keys(self.dropped_log_path)
         self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
-        if self.workers and _asyncio_loop() is not None:
-            self.pool = WorkerPool(self.workers)
-            self.pool.broadcast(prepare, self.config)  # loads while the first responses download
-        # with workers, this process featurizes only when a worker fails: its word tables load then, if ever
-        self.deduplicator = Deduplicator(self.index, self.config,
-                                         featurizer=LazyFeaturizer(self.config) if self.pool else None)
-        if self.workers and self.pool is None:
+        # the worker processes start with the first page to parse (a recrawl of unchanged pages parses none)
+        self._pooling = bool(self.workers and _asyncio_loop() is not None)
+        # the word tables (~1 s, ~180 MB) load when this process first featurizes a page: never, with
+        # workers (unless one fails), nor on a recrawl of unchanged pages
+        self.deduplicator = Deduplicator(self.index, self.config, featurizer=LazyFeaturizer(self.config))
+        if self.workers and not self._pooling:
             logger.warning("DEDUP_WORKERS=%d needs Scrapy's asyncio reactor; parsing in the crawl process",
                            self.workers, extra=self._extra)
         logger.info("Dedup index %s holds %d pages; dropping %s; dropped log %s; %s", self.index_uri,
                     len(self.index), ", ".join(self.config.drop) or "nothing", self.dropped_log_path,
-                    f"{self.workers} worker process(es) parse pages" if self.pool else "pages parsed in-process",
+                    f"{self.workers} worker process(es) parse pages" if self._pooling else "pages parsed in-process",
                     extra=self._extra)
 
     def close_spider(self, spider: Spider | None = None) -> None:
@@ -237,7 +237,10 @@ class DedupPipeline(_PipelineBase):
                 return self._decide(adapter, source, None, replay, body, outage=exc)
             if seen is not None:
                 return seen
-        if self.pool is not None and isinstance(source, Source) and self.unavailable is None:
+        if self._pooling and isinstance(source, Source) and self.unavailable is None:
+            if self.pool is None:
+                self.pool = WorkerPool(self.workers)
+                self.pool.broadcast(prepare, self.config)
             return self._pooled(adapter, source, replay, body)
         return self._decide(adapter, source, None, replay, body)
 
