@@ -358,3 +358,19 @@ def test_a_recorded_page_missing_from_the_search_index_is_written_when_fetched_a
         assert len(search) == len(first.items)
     finally:
         search.close()
+
+
+@CRAWL
+def test_a_site_crawl_whose_start_url_refuses_connections_fails(crawl, tmp_path):
+    """Issue 30 item 1, the ``site`` spider: exit status 1, no traceback, the last line names the URL and why."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    result = crawl(url, tmp_path, "RETRY_TIMES=1")
+    assert result.returncode == 1, result.log[-3000:]
+    assert "Traceback" not in result.log, result.log[-3000:]
+    last = result.log.strip().splitlines()[-1]
+    assert "No page was fetched" in last and url in last and "refused" in last, last
+    assert "'finish_reason': 'no_page_fetched'" in result.log

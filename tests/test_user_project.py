@@ -5,6 +5,7 @@ dropped page is restored with ``dedup dropped restore``."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -19,6 +20,13 @@ import userproject  # noqa: E402  (benchmarks/ is not a package: bench_crawl.py 
 pytestmark = pytest.mark.crawl
 
 
+def closed_port_url() -> str:
+    """``http://127.0.0.1:PORT/`` of a port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/"
+
+
 def run(cmd, cwd, timeout=300):
     env = {**clean_env(), "PYTHONPATH": str(ROOT)}  # the add-on comes from this tree, the project from cwd
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -29,10 +37,11 @@ def project(site_url, tmp_path_factory):
     root = userproject.write(tmp_path_factory.mktemp("userproj") / "newsbot-project")
     index = root.parent / "index"
     proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={site_url}",
-                "-s", f"DEDUP_INDEX=local://{index}", "-s", "CONCURRENT_REQUESTS=2", "-s", "LOG_LEVEL=INFO",
-                "-O", str(root.parent / "items.jsonl")], cwd=root)
+                "-s", f"DEDUP_INDEX=local://{index}", "-s", "CONCURRENT_REQUESTS=2",
+                "-O", str(root.parent / "items.jsonl")], cwd=root)  # Scrapy's default LOG_LEVEL, DEBUG
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "crawler.pipelines.DedupPipeline" in proc.stderr and "'dedup/dropped':" in proc.stderr
+    (root.parent / "crawl.log").write_text(proc.stderr, encoding="utf-8")
     return root, f"local://{index}", index / "dropped.jsonl", read_jsonl(root.parent / "items.jsonl")
 
 
@@ -115,7 +124,21 @@ def test_a_spiders_own_held_index_is_refused_in_one_line(tmp_path):
         free = tmp_path / "free"
         proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", "start_url=http://127.0.0.1:9/",
                     "-s", f"DEDUP_INDEX=local://{free}"], cwd=root, timeout=120)
-        assert proc.returncode == 0 and "in use by another process" not in proc.stderr, proc.stderr[-3000:]
+        assert "in use by another process" not in proc.stderr and "Spider opened" in proc.stderr, proc.stderr[-3000:]
         assert (free / "lock").exists() or free.is_dir()
     finally:
         holder.close()
+
+
+def test_a_start_url_that_refuses_connections_fails_the_crawl(tmp_path):
+    """Issue 30 item 1: ~240 lines of tracebacks, exit 0 and ``finish_reason: finished`` with an empty index.
+    Now: each download error in one line, exit status 1, and the last line names the URL and the reason."""
+    root = userproject.write(tmp_path / "newsbot-project")
+    url = closed_port_url()
+    proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={url}",
+                "-s", f"DEDUP_INDEX=local://{tmp_path / 'index'}"], cwd=root, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "The above exception" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert url in last and "refused" in last.lower() and "no page was fetched" in last.lower(), last
+    assert "'finish_reason': 'finished'" not in proc.stderr and "'finish_reason': 'no_page_fetched'" in proc.stderr
