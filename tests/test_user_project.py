@@ -152,3 +152,27 @@ def test_a_start_url_that_refuses_connections_fails_the_crawl(tmp_path):
     assert url in last and "refused" in last.lower() and "no page was fetched" in last.lower(), last
     assert "'finish_reason': 'finished'" not in proc.stderr and "'finish_reason': 'no_page_fetched'" in proc.stderr
 
+
+def test_a_misspelt_setting_stops_the_crawl_before_anything_is_written(site_url, tmp_path):
+    """Issue 30 item 3: ``-s DEDUP_INDX=...`` warned (outside the log) and the crawl filled ./.dedup. A name
+    close to a known one stops the crawl with one line, which the log file gets too; an unknown name with no
+    close one is a warning in Scrapy's log."""
+    root = userproject.write(tmp_path / "newsbot-project")
+    logfile = tmp_path / "crawl.log"
+    proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={site_url}",
+                "-s", f"DEDUP_INDX=local://{tmp_path / 'x'}", "-s", f"LOG_FILE={logfile}",
+                "-O", str(tmp_path / "items.jsonl")], cwd=root, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DEDUP_INDX" in lines[0] and "did you mean DEDUP_INDEX?" in lines[0], proc.stderr
+    assert "DEDUP_INDX" in logfile.read_text() and "did you mean DEDUP_INDEX?" in logfile.read_text()
+    assert not (root / ".dedup").exists() and not (tmp_path / "x").exists()
+    assert not (tmp_path / "items.jsonl").exists()
+
+    proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={closed_port_url()}",
+                "-s", "DEDUP_ZZZ=1", "-s", f"DEDUP_INDEX=local://{tmp_path / 'index'}", "-s", f"LOG_FILE={logfile}",
+                "-s", "RETRY_TIMES=0"], cwd=root, timeout=120)
+    assert "Spider opened" in logfile.read_text()
+    warning = next(line for line in logfile.read_text().splitlines() if "DEDUP_ZZZ" in line)
+    assert "WARNING" in warning and "DEDUP_INDEX" in warning, warning
+    assert "DEDUP_ZZZ" not in proc.stderr
