@@ -639,3 +639,39 @@ def test_restoring_a_logged_second_fetch_leaves_the_kept_page_alone(work, first,
     with open_search(uri, readonly=True) as search:
         assert search.get(kept["url"])["dedup"]["status"] == "unique"
     assert not [e for e in log_lines(log) if e.get("event")]
+
+
+# -- issue 30: from the user's seat ---------------------------------------------------------------------
+def test_inspection_commands_on_a_path_with_no_index_say_so(capsys, tmp_path):
+    """Item 4: ``dropped list --index local:///no/such/dir`` said "no dropped log ... a crawl writes it when it
+    drops its first page", as if a crawl had run there and dropped nothing."""
+    where = tmp_path / "no" / "such" / "dir"
+    uri = f"local://{where}"
+    for argv in (["dropped", "list"], ["dropped", "stats"], ["dropped", "show", "http://x.example/"],
+                 ["dropped", "restore", "http://x.example/"], ["report", "-o", str(tmp_path / "r.html")],
+                 ["search", "harbour"]):
+        code, out, err = dedup(capsys, *argv, "--index", uri)
+        assert code == 2 and not out, (argv, out)
+        assert len(err.strip().splitlines()) == 1 and "dropped its first page" not in err, (argv, err)
+        assert f"no index at {where}" in err or f"no search index at {where}" in err, (argv, err)
+    assert not where.exists() and not (tmp_path / "r.html").exists()
+
+
+@CRAWL
+def test_show_on_a_kept_page_says_it_is_kept_and_why(first, capsys):
+    """Item 5: ``dropped show`` on a kept page answered "did you mean:" with unrelated URLs."""
+    uri = f"local://{first.index}"
+    flagged = next(i for i in first.items if i["dedup"]["status"] == "near_duplicate")
+    code, out, err = dedup(capsys, "dropped", "show", flagged["url"], *args(first.dropped_log, uri))
+    assert code == 0 and "did you mean" not in out + err, err
+    assert "was not dropped: it is kept" in out and f"near_duplicate of {flagged['dedup']['duplicate_of']}" in out
+    unique = next(i for i in first.items if i["dedup"]["status"] == "unique")
+    code, out, err = dedup(capsys, "dropped", "show", unique["url"], *args(first.dropped_log, uri))
+    assert code == 0 and "was not dropped: it is kept" in out and "unique" in out and "did you mean" not in err
+    shown = dedup_json(capsys, "dropped", "show", unique["url"], *args(first.dropped_log, uri))
+    assert shown["state"] == "kept" and shown["verdict"]["status"] == "unique"
+    # a URL crawled nowhere: no unrelated suggestions from the same site
+    code, out, err = dedup(capsys, "dropped", "show", unique["url"] + "nothing-like-it.html",
+                           *args(first.dropped_log, uri))
+    assert code == 2 and "not in the dropped log" in err and "did you mean" not in err, err
+

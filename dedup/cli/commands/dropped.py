@@ -15,7 +15,7 @@ from typing import Any
 from index import default_dropped_log, open_search
 
 from . import cut as _cut
-from . import index_uri, progress
+from . import index_uri, progress, require_index
 
 __all__ = ["register"]
 
@@ -36,6 +36,7 @@ def load(args: argparse.Namespace):
     """The folded log; its bad lines are reported on stderr (first :data:`MAX_WARNINGS`)."""
     from ...droplog import read_log
 
+    require_index(args)
     log = read_log(log_path(args))
     warn_problems(log)
     return log
@@ -202,17 +203,17 @@ def copied_page(uri: str, url: str | None, log) -> tuple[dict[str, Any] | None, 
 def cmd_show(args: argparse.Namespace) -> int:
     log = load(args)
     entry = log.get(args.url)
+    uri = index_uri(args)
     if entry is None:
-        import difflib
-
-        urls = [e.url for e in log.entries]
-        near = [u for u in urls if args.url in u or u in args.url][:5] or \
-            difflib.get_close_matches(args.url, urls, n=5, cutoff=0.8)
+        kept = _kept(uri, args.url)
+        if kept is not None:
+            return _show_kept(args, uri, kept)
+        near = _like(args.url, [e.url for e in log.entries])
         hint = ("; did you mean: " + ", ".join(near)) if near else ""
-        print(f"dedup: error: {args.url} is not in the dropped log {log.path}{hint}", file=sys.stderr)
+        print(f"dedup: error: {args.url} is not in the dropped log {log.path} nor kept in {uri}{hint}",
+              file=sys.stderr)
         return 2
     item = log.item(entry)
-    uri = index_uri(args)
     other, source, note = copied_page(uri, entry.duplicate_of, log)
     if args.json:
         print(json.dumps({
@@ -246,6 +247,48 @@ def cmd_show(args: argparse.Namespace) -> int:
         _print_page(f"the page it copies (from the {source})" + (f"; {note}" if note else ""), other, width)
     else:
         print(f"\n== the page it copies: {entry.duplicate_of or '-'}\n({note})")
+    return 0
+
+
+def _like(url: str, urls: list[str]) -> list[str]:
+    """Logged URLs a mistyped ``url`` may mean: the same but for the scheme, a trailing slash or the fragment,
+    else close in spelling; URLs of the same site alone share a long prefix, which is no likeness."""
+    import difflib
+
+    def bare(u: str) -> str:
+        return u.split("#", 1)[0].split("://", 1)[-1].rstrip("/")
+
+    same = [u for u in urls if bare(u) == bare(url)]
+    return same[:5] or difflib.get_close_matches(url, urls, n=3, cutoff=0.95)
+
+
+def _kept(uri: str, url: str) -> dict[str, Any] | None:
+    """The search index's document of ``url`` (a kept page), or None (no such page, or no index to ask)."""
+    try:
+        search = open_search_readonly(uri)
+    except Exception:  # noqa: BLE001 - no search index, or a backend that fails: the page is not known kept
+        return None
+    try:
+        return search.get(url)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        search.close()
+
+
+def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any]) -> int:
+    """``dropped show`` of a page that was kept: its verdict (flagged or not, and a copy of what)."""
+    v = doc.get("dedup") or {}
+    if args.json:
+        print(json.dumps({"url": doc.get("url"), "state": "kept", "index": uri, "verdict": v,
+                          "page": {k: doc.get(k) for k in ("url", "title", "text", "fetched_at")}},
+                         indent=1, ensure_ascii=False))
+        return 0
+    status = v.get("status", "-")
+    print(f"{doc.get('url')} was not dropped: it is kept in {uri}, "
+          + (f"flagged {status} of {v.get('duplicate_of')}" if v.get("duplicate_of") else f"as {status}"))
+    if v.get("duplicate_of"):
+        print(f"compare    dedup explain {doc.get('url')} --index {uri}")
     return 0
 
 
