@@ -14,8 +14,9 @@ from typing import Any
 
 from index import default_dropped_log, open_search
 
+from ...verdicts import legend, reason
 from . import cut as _cut
-from . import index_uri, progress, require_index
+from . import index_uri, progress, require_index, rounded
 
 __all__ = ["register"]
 
@@ -167,8 +168,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if s["scored"]:
         print(f"  min {s['min']:.4f}  mean {s['mean']:.4f}  max {s['max']:.4f}")
         bins = [(b["low"], b["high"], b["count"]) for b in s["histogram"]]
-        for line in text_histogram(bins):
-            print("  " + line)
+        if s["min"] == s["max"]:  # one value: ten bins would draw one bar and nine empty ones
+            print(f"  every score is {s['min']:.2f}")
+        else:
+            for line in text_histogram(bins):
+                print("  " + line)
     return 0
 
 
@@ -230,6 +234,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"state      {state} (log line {entry.line}" + (f", dropped {entry.drops} times)" if entry.drops > 1 else ")"))
     print(f"dropped    {_time(entry.time)} UTC")
     print(f"verdict    {entry.status} by rule {entry.rule}; copy of {entry.duplicate_of or '-'}")
+    if reason(v):
+        print(f"why        {reason(v)}")
     scores = {k: val for k, val in (v.get("scores") or {}).items() if k != "pruned_by" or val}
     if scores:
         print("scores     " + _cut(", ".join(f"{k} {json.dumps(val)}" for k, val in scores.items()), 2000))
@@ -240,7 +246,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"decided by {(v.get('thresholds') or {}).get('decision', 'the decision')}: p {why.get('p')}"
               f" (copy from p {why.get('threshold', '-')}); " + ", ".join(why["signals"]))
     if v.get("thresholds"):
-        print("thresholds " + ", ".join(f"{k} {json.dumps(val)}" for k, val in v["thresholds"].items()))
+        print("thresholds " + ", ".join(f"{k} {json.dumps(val)}" for k, val in rounded(v["thresholds"]).items()))
+        print(f"statuses   {legend(v['thresholds'])}")
     print(f"algorithm  {v.get('algorithm', '-')}  reference {v.get('reference', '-')}  candidates {v.get('candidates', '-')}")
     _print_page(f"dropped page (from the log, line {entry.line})", item, width)
     if other is not None:
@@ -277,7 +284,7 @@ def _kept(uri: str, url: str) -> dict[str, Any] | None:
 
 
 def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any]) -> int:
-    """``dropped show`` of a page that was kept: its verdict (flagged or not, and a copy of what)."""
+    """``dropped show`` of a page that was kept: its verdict (flagged or not, a copy of what, and why)."""
     v = doc.get("dedup") or {}
     if args.json:
         print(json.dumps({"url": doc.get("url"), "state": "kept", "index": uri, "verdict": v,
@@ -287,6 +294,10 @@ def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any]) -> int:
     status = v.get("status", "-")
     print(f"{doc.get('url')} was not dropped: it is kept in {uri}, "
           + (f"flagged {status} of {v.get('duplicate_of')}" if v.get("duplicate_of") else f"as {status}"))
+    if reason(v):
+        print(f"why        {reason(v)}")
+    if v.get("thresholds") and v.get("duplicate_of"):
+        print(f"statuses   {legend(v['thresholds'])}")
     if v.get("duplicate_of"):
         print(f"compare    dedup explain {doc.get('url')} --index {uri}")
     return 0
