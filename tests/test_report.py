@@ -76,7 +76,7 @@ class Page(HTMLParser):
                 self._number = attrs["id"][2:]
         if tag == "section" and "group" in (attrs.get("class") or "").split():
             self.groups.append({"id": attrs["id"], "copies": []})
-        if tag == "article" and attrs.get("class") == "copy":
+        if tag == "article" and "copy" in (attrs.get("class") or "").split():
             self._copy = {"attrs": attrs, "classes": Counter(), "tags": Counter(), "text": []}
             self.copies.append(self._copy)
             self.groups[-1]["copies"].append(self._copy)

@@ -433,8 +433,12 @@ def _copy_html(pair: Pair, cid: str, explain: Callable | None, dotplot_svg: Call
     attrs = (f'data-kind="{kind}" data-status="{_e(pair.status)}" data-rule="{_e(pair.rule)}" '
              f'data-host="{_e(host_of(pair.url))}" data-score="{"" if score is None else f"{score:.4f}"}"')
     title = f'<span class="copy-title">{_e(_cut(pair.title, 140))}</span>' if pair.title else ""
-    head = (f'<summary>{_kind_badge(kind)} {_status_badge(pair.status)} {_link(pair.url)} '
-            f'<span class="score">score {_fmt_score(score)}</span>{title}</summary>')
+    line = (f'{_kind_badge(kind)} {_status_badge(pair.status)} {_link(pair.url)} '
+            f'<span class="score">score {_fmt_score(score)}</span>')
+    if not pair.has_text:  # listed, counted and filtered; its verdict and texts are a command away
+        return (f'<article class="copy listed" id="{cid}" {attrs}><p>{line} <span class="meta">(past --limit)'
+                f'</span>{title}</p></article>')
+    head = f"<summary>{line}{title}</summary>"
     body = _comparison(pair, explain, dotplot_svg)
     return f'<article class="copy" id="{cid}" {attrs}><details open>{head}<div class="body">{body}</div></details></article>'
 
@@ -569,6 +573,11 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
                    f"Showing <b>{len(everything)}</b> of {len(everything)} pages in <b>{len(groups)}</b> of "
                    f"{len(groups)} groups.</p>")
         out.append('<p class="note" id="none" hidden>No page matches these filters.</p>')
+        listed = sum(1 for p in everything if not p.has_text)
+        if listed:
+            out.append(f'<p class="note" id="listed">{listed} pages past <code>--limit {limit}</code> (per section) are '
+                       'listed without their verdicts and texts: <code>dedup dropped show URL</code> gives a dropped '
+                       "page's, <code>dedup explain URL</code> a flagged one's, <code>--limit 0</code> all.</p>")
         done = [0]
 
         def tick() -> None:
