@@ -649,7 +649,7 @@ def test_inspection_commands_on_a_path_with_no_index_say_so(capsys, tmp_path):
     uri = f"local://{where}"
     for argv in (["dropped", "list"], ["dropped", "stats"], ["dropped", "show", "http://x.example/"],
                  ["dropped", "restore", "http://x.example/"], ["report", "-o", str(tmp_path / "r.html")],
-                 ["search", "harbour"]):
+                 ["search", "harbour"], ["explain", "http://x.example/"]):
         code, out, err = dedup(capsys, *argv, "--index", uri)
         assert code == 2 and not out, (argv, out)
         assert len(err.strip().splitlines()) == 1 and "dropped its first page" not in err, (argv, err)
