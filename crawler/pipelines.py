@@ -308,7 +308,7 @@ class DedupPipeline(_PipelineBase):
     def _complete(self, adapter: ItemAdapter, page: Page) -> None:
         """Give the item the page's ``title`` and extracted ``text`` where it has none (an item with only
         raw HTML is searchable and exported with its text), and drop its transient fields and, unless
-        ``keep_html``, its raw HTML once it holds the text (an Item class without a text field keeps it)."""
+        ``keep_html``, its raw HTML once it has a text field (an Item class without one keeps it)."""
         for name in (self.html_field, "content_type"):
             if name in adapter and adapter.get_field_meta(name).get(TRANSIENT):
                 del adapter[name]
@@ -323,7 +323,7 @@ class DedupPipeline(_PipelineBase):
                     logger.warning("%s has no %r field: kept pages are stored in the search index without "
                                    "their extracted title/text", type(adapter.item).__name__, name,
                                    extra=self._extra)
-        if not self.keep_html and self.html_field in adapter and adapter.get("text"):
+        if not self.keep_html and self.html_field in adapter and "text" in adapter:
             del adapter[self.html_field]
 
     def _set_dedup(self, adapter: ItemAdapter, verdict: dict[str, Any]) -> None:

@@ -393,7 +393,9 @@ def test_a_dict_items_raw_html_is_removed_once_parsed_unless_kept(tmp_path, keep
     dedup.open_spider()
     try:
         item = dedup.process_item({"url": "http://a.example/1", "html": html})
+        empty = dedup.process_item({"url": "http://a.example/2", "html": "<html><body><img src=a.png></body></html>"})
     finally:
         dedup.close_spider()
     assert item["title"] == "Roof" and "library roof" in item["text"] and item["dedup"]["status"] == "unique"
     assert ("html" in item) is keep_html
+    assert empty["dedup"]["rule"] == "unextractable" and ("html" in empty) is keep_html  # no text: gone all the same
