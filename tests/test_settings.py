@@ -347,3 +347,16 @@ def test_settings_are_parsed_once_per_crawler():
     first = settings_of(crawler)
     assert first is settings_of(crawler) and first.config.t1 == 0.9
     assert settings_of(get_crawler(settings_dict={"DEDUP_T1": "0.9"})) is not first  # each crawler its own
+
+
+@pytest.mark.parametrize("keep_html", [False, True])
+def test_log_lines_about_items_leave_their_raw_html_out(keep_html):
+    """Issue 30 item 2: Scrapy's "Scraped from" and "Dropped:" lines print the whole item; an item still
+    holding its HTML (one dropped or passed on before it was parsed) is printed without it."""
+    item = {"url": "http://a.example/", "html": "<html><body>" + "x" * 5000 + "</body></html>", "title": "A"}
+    fmt = DedupLogFormatter(html_field="html", keep_html=keep_html)
+    spider = Spider.from_crawler(get_crawler(Spider), name="s")
+    for result in (fmt.scraped(item, None, spider), fmt.dropped(item, DropItem("fetched again"), None, spider)):
+        shown = result["args"]["item"]
+        assert ("<html>" in str(shown)) is keep_html and shown["url"] == item["url"] and shown["title"] == "A"
+    assert "html" in item  # the item itself is untouched
