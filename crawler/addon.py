@@ -22,9 +22,11 @@ either raw HTML in ``DEDUP_HTML_FIELD`` (``DedupPipeline`` adds its ``title`` an
 none of it (:data:`NON_CRAWL_COMMANDS`): they decide nothing, and so run while a crawl holds the
 embedded index.
 
-Before the crawl starts the add-on checks the ``DEDUP_*`` settings: an unknown name is a warning
-naming the closest known one, a bad value ends ``scrapy`` with one line (setting, value, what is
-allowed) and exit status 1.
+Before the crawl starts the add-on checks the ``DEDUP_*`` settings (the project's, the command line's and
+the spider's ``custom_settings``): a misspelt name (close to a known one: ``DEDUP_INDEX`` without its E) and a bad
+value end ``scrapy`` with one line (setting, value, what is allowed or meant) and exit status 1, before
+anything is fetched or written, and that line goes to ``LOG_FILE`` too; an unknown name close to none is a
+warning in Scrapy's log listing the known ones.
 """
 from __future__ import annotations
 
@@ -48,8 +50,8 @@ from .logformatter import DedupLogFormatter
 from .pipelines import DedupPipeline, IndexPipeline
 from .spool import SpoolMiddleware
 
-__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing", "scrapy_command",
-           "unknown_settings"]
+__all__ = ["DedupAddon", "PIPELINES", "NON_CRAWL_COMMANDS", "check_settings", "decides_nothing", "misspelt",
+           "refuse", "scrapy_command", "unknown_settings", "warn_unknown"]
 
 #: pipeline -> priority: dedup early, so later pipelines see only kept items; index late
 PIPELINES = {DedupPipeline: 300, IndexPipeline: 800}
@@ -119,12 +121,28 @@ def unknown_settings(settings: BaseSettings) -> list[tuple[str, str | None]]:
     return out
 
 
-def check_settings(settings: BaseSettings) -> None:
-    """Warn about unknown ``DEDUP_*`` names; raise :class:`UsageError` (setting, value, what is
-    allowed) for a bad value."""
+def misspelt(settings: BaseSettings) -> str | None:
+    """The message about the first unknown ``DEDUP_*`` name that is close to a known one, else None."""
+    for name, close in unknown_settings(settings):
+        if close:
+            return f"unknown setting {name}={settings.get(name)!r}; did you mean {close}?"
+    return None
+
+
+def warn_unknown(settings: BaseSettings) -> None:
+    """Log a warning for each unknown ``DEDUP_*`` name (a misspelt one, when allowed to run, says which it
+    is close to)."""
     for name, close in unknown_settings(settings):
         logger.warning("Unknown setting %s=%r%s", name, settings.get(name),
                        f"; did you mean {close}?" if close else f"; the DEDUP_* settings are {', '.join(DEFAULTS)}")
+
+
+def check_settings(settings: BaseSettings) -> None:
+    """Raise :class:`UsageError` for a misspelt ``DEDUP_*`` name (close to a known one) and for a bad value
+    (setting, value, what is allowed)."""
+    wrong = misspelt(settings)
+    if wrong:
+        raise UsageError(f"scrapy-dedup: {wrong}", print_help=False)
     try:
         if is_enabled(settings):
             read_settings(settings)
@@ -145,28 +163,42 @@ def _reliable_frontier(scheduler: object) -> bool:
     return issubclass(load_object(scheduler), ReliableScheduler)
 
 
+def refuse(settings: BaseSettings, message: str) -> SystemExit:
+    """The ``SystemExit`` that ends ``scrapy`` with ``message``, one line on stderr; with ``LOG_FILE`` set
+    the line is logged there too (Scrapy's logging is not configured yet: it is, to the same file)."""
+    if settings.get("LOG_FILE"):
+        from scrapy.utils.log import configure_logging
+
+        configure_logging(settings)
+        logger.error("%s", message)
+    return SystemExit(message)
+
+
 class DedupAddon:
     @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
-        # called when `scrapy crawl` (shell, check...) builds its crawler process, outside the code
-        # that prints a UsageError, so a bad value is turned into SystemExit(message): Python prints
-        # that one line, no traceback, and exits 1. The index checked is the one the spider's own
-        # custom_settings name, if they do (with_spider_settings).
+        # called when `scrapy crawl` (shell, check...) builds its crawler process, before Scrapy's logging
+        # is set up and outside the code that prints a UsageError, so a bad value or a misspelt name is
+        # turned into SystemExit(message): Python prints that one line, no traceback, and exits 1. The
+        # settings checked include the spider's own custom_settings (with_spider_settings).
+        deciding = not decides_nothing()
+        spider_settings = with_spider_settings(settings) if deciding else settings
+        wrong = misspelt(spider_settings)
+        if wrong and deciding:
+            raise refuse(settings, f"scrapy-dedup: {wrong} (nothing was crawled)")
         try:
-            check_settings(settings)
-        except UsageError as exc:
-            raise SystemExit(str(exc)) from None
-        if not decides_nothing() and is_enabled(settings):
-            try:
-                s = read_settings(with_spider_settings(settings))
-            except ValueError as exc:  # a bad value set by the spider: one line too
-                raise SystemExit(f"scrapy-dedup: {exc}") from None
+            if is_enabled(spider_settings):
+                s = read_settings(spider_settings)
+        except ValueError as exc:
+            raise refuse(settings, f"scrapy-dedup: {exc}") from None
+        if deciding and is_enabled(spider_settings):
             # refused in one line now, not by a traceback when the pipelines open the index
             why = unavailable(s.index, s.es_options)
             if why:
-                raise SystemExit(f"scrapy-dedup: {why}")
+                raise refuse(settings, f"scrapy-dedup: {why}")
 
     def update_settings(self, settings: BaseSettings) -> None:
+        warn_unknown(settings)  # Scrapy's logging is set up by now: the warnings reach LOG_FILE
         if decides_nothing():
             logger.info("scrapy %s: the dedup pipelines are left out (they would write to the index)",
                         scrapy_command())

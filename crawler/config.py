@@ -94,6 +94,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_INDEX", DEFAULT_INDEX,
             "URI of the dedup index and of the search index of kept pages: `local://PATH` "
             "(embedded), `http(s)://HOST:PORT/INDEX` or `es://HOST:PORT/INDEX` (Elasticsearch)."),
+    Setting("DEDUP_KEEP_HTML", False,
+            "Keep the raw HTML field (`DEDUP_HTML_FIELD`) in the items after it is parsed, so feeds and later "
+            "pipelines get it. By default it is removed once the item has its `title` and `text`: the exported "
+            "items and Scrapy's \"Scraped from\" log lines then carry the text, not the page's markup."),
     Setting("DEDUP_KNN", _CONFIG.knn,
             "Nearest multireference-cosine signatures fetched as candidates per page; an integer >= 0 "
             "(0 turns that search off)."),
@@ -149,6 +153,7 @@ class DedupSettings:
     es_options: dict
     spool: str
     workers: int = 0
+    keep_html: bool = False
 
 
 # -- value parsers: (name, raw value) -> typed value, or ValueError naming the setting ----------
@@ -377,7 +382,7 @@ def read_settings(settings: Any) -> DedupSettings:
     config = _config(settings, weights=get("DEDUP_WEIGHTS", _weights), drop=get("DEDUP_DROP", _drop))
     return DedupSettings(enabled=enabled, debug=debug, dropped_log=dropped_log, html_field=html_field,
                          index=index, config=config, es_options=es_options, spool=spool,
-                         workers=get("DEDUP_WORKERS", _workers))
+                         workers=get("DEDUP_WORKERS", _workers), keep_html=get("DEDUP_KEEP_HTML", _bool))
 
 
 def settings_of(crawler: Any) -> DedupSettings:

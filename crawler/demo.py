@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from crawler.sample_site import spawn, terminate
+from dedup.verdicts import legend, reason
 
 __all__ = ["main"]
 
@@ -64,7 +65,9 @@ def summarise(base: str, items: list[dict[str, Any]], dropped: list[dict[str, An
     for i in flagged:
         v = i["dedup"]
         lines.append(f"      {short(i['url']):<{width}}  {v['status']} of {short(v['duplicate_of'])}"
-                     f"  (containment {v['scores'].get('containment')})")
+                     f"  ({reason(v, why_copy=False)})")
+    if flagged:
+        lines.append(f"      ({legend(flagged[0]['dedup'].get('thresholds') or {})})")
     dropped_by = Counter(d["verdict"]["status"] for d in dropped)
     lines.append(f"  dropped          {len(dropped):>3}  " + ", ".join(f"{s} {n}" for s, n in dropped_by.items()))
     for d in dropped:

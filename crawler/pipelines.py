@@ -149,8 +149,9 @@ class DedupPipeline(_PipelineBase):
     def __init__(self, *, index_uri: str, config: DedupConfig, dropped_log: str | Path,
                  html_field: str = "html", debug: bool = False, crawler: Crawler | None = None,
                  index_options: dict[str, Any] | None = None, spool: str | Path | None = None,
-                 workers: int = 0) -> None:
+                 workers: int = 0, keep_html: bool = False) -> None:
         self.index_uri = index_uri
+        self.keep_html = keep_html
         self.config = config
         self.workers = workers
         self.pool: WorkerPool | None = None
@@ -177,7 +178,7 @@ class DedupPipeline(_PipelineBase):
         s = settings_of(crawler)
         return cls(index_uri=s.index, config=s.config, dropped_log=s.dropped_log, html_field=s.html_field,
                    debug=s.debug, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                   spool=s.spool, workers=s.workers)
+                   spool=s.spool, workers=s.workers, keep_html=s.keep_html)
 
     # -- spider lifecycle ------------------------------------------------------------------------
     def open_spider(self, spider: Spider | None = None) -> None:
@@ -361,7 +362,8 @@ class DedupPipeline(_PipelineBase):
 
     def _complete(self, adapter: ItemAdapter, page: Page) -> None:
         """Give the item the page's ``title`` and extracted ``text`` where it has none (an item with only
-        raw HTML is searchable and exported with its text), and drop its transient fields."""
+        raw HTML is searchable and exported with its text), and drop its transient fields and, unless
+        ``keep_html``, its raw HTML once it has a text field (an Item class without one keeps it)."""
         for name in (self.html_field, "content_type"):
             if name in adapter and adapter.get_field_meta(name).get(TRANSIENT):
                 del adapter[name]
@@ -376,6 +378,8 @@ class DedupPipeline(_PipelineBase):
                     logger.warning("%s has no %r field: kept pages are stored in the search index without "
                                    "their extracted title/text", type(adapter.item).__name__, name,
                                    extra=self._extra)
+        if not self.keep_html and self.html_field in adapter and "text" in adapter:
+            del adapter[self.html_field]
 
     def _set_dedup(self, adapter: ItemAdapter, verdict: dict[str, Any]) -> None:
         try:

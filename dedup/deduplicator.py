@@ -162,7 +162,7 @@ class DedupConfig:
 
     def thresholds(self) -> dict[str, Any]:
         return {"t1": self.t1, "t2": self.t2, "max_distance": self.max_distance, "knn": self.knn,
-                "reducer_jaccard": self.reducer_jaccard, "angle": 180.0 * (1.0 - self.t1),
+                "reducer_jaccard": self.reducer_jaccard, "angle": round(180.0 * (1.0 - self.t1), 6),
                 "sentence_tolerance": self.sentence_tolerance, "title_anchor": self.title_anchor,
                 "decision": self.decision}
 

@@ -359,3 +359,44 @@ def test_a_recorded_page_missing_from_the_search_index_is_written_when_fetched_a
         assert len(search) == len(first.items)
     finally:
         search.close()
+
+
+@CRAWL
+def test_a_site_crawl_whose_start_url_refuses_connections_fails(crawl, tmp_path):
+    """Issue 30 item 1, the ``site`` spider: exit status 1, no traceback, the last line names the URL and why."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    result = crawl(url, tmp_path, "RETRY_TIMES=1")
+    assert result.returncode == 1, result.log[-3000:]
+    assert "Traceback" not in result.log, result.log[-3000:]
+    last = result.log.strip().splitlines()[-1]
+    assert "No page was fetched" in last and url in last and "refused" in last, last
+    assert "'finish_reason': 'no_page_fetched'" in result.log
+
+
+@pytest.mark.parametrize("keep_html", [False, True])
+def test_a_dict_items_raw_html_is_removed_once_parsed_unless_kept(tmp_path, keep_html):
+    """Issue 30 item 2: ``{"url", "html"}`` items leave the pipeline with ``title``, ``text`` and ``dedup``;
+    ``DEDUP_KEEP_HTML`` keeps the ``html`` (an Item class without a text field keeps it, as above)."""
+    from crawler.config import read_settings
+    from crawler.pipelines import DedupPipeline
+
+    assert read_settings({}).keep_html is False and read_settings({"DEDUP_KEEP_HTML": "1"}).keep_html is True
+    html = ("<html><head><title>Roof</title></head><body><article><p>The council voted on Tuesday to repair the "
+            "library roof before winter; work starts in March.</p></article></body></html>")
+    from dedup.deduplicator import DedupConfig
+
+    dedup = DedupPipeline(index_uri=f"local://{tmp_path / 'index'}", config=DedupConfig(),
+                          dropped_log=tmp_path / "dropped.jsonl", keep_html=keep_html)
+    dedup.open_spider()
+    try:
+        item = dedup.process_item({"url": "http://a.example/1", "html": html})
+        empty = dedup.process_item({"url": "http://a.example/2", "html": "<html><body><img src=a.png></body></html>"})
+    finally:
+        dedup.close_spider()
+    assert item["title"] == "Roof" and "library roof" in item["text"] and item["dedup"]["status"] == "unique"
+    assert ("html" in item) is keep_html
+    assert empty["dedup"]["rule"] == "unextractable" and ("html" in empty) is keep_html  # no text: gone all the same

@@ -27,6 +27,16 @@ ENV = re.compile(r"^[A-Z][A-Z0-9_]*=")
 PLACEHOLDER = re.compile(r"^\[?([A-Z][A-Z0-9_]*)(\.\.\.)?\]?$")
 #: inline code that is a command (not the name of one in a sentence): see docs/commands.md
 PROGRAMS = ("python", "make", "pip", "lint-imports")
+#: the README's recipe for a user's own project: its blocks are run as written, in a fresh virtualenv, by
+#: tests/test_wheel.py (a project made with `scrapy startproject`), not parsed here
+OWN_PROJECT = "### The add-on in your own Scrapy project"
+
+
+def _section(text: str, heading: str) -> tuple[int, int]:
+    """Where the section under ``heading`` starts and ends in ``text`` (up to the next heading)."""
+    start = text.index(heading)
+    end = re.compile(r"^#", re.M).search(text, start + len(heading))
+    return start, end.start() if end else len(text)
 
 
 def _rel(path: Path) -> str:
@@ -48,9 +58,12 @@ def commands(page: Path) -> list[tuple[str, str]]:
     """``(where, command)`` for every command of ``page``: ``sh`` and ``console`` blocks, then inline code."""
     text = page.read_text(encoding="utf-8")
     found: list[tuple[str, str]] = []
+    own = _section(text, OWN_PROJECT) if page == README else (0, 0)
     for block in FENCE.finditer(text):
         lang, body = block.group(1).strip(), block.group(2)
         line_no = text.count("\n", 0, block.start()) + 2
+        if own[0] <= block.start() < own[1]:
+            continue
         if lang == "sh":
             lines = re.sub(r"\\\n\s*", " ", body).splitlines()
             found += [(f"{_rel(page)} (block at line {line_no})", line) for line in lines if line.strip()
@@ -128,6 +141,13 @@ def test_settings_page_holds_the_table_the_code_prints():
     proc = subprocess.run([sys.executable, "-m", "crawler.config"], cwd=ROOT, env=clean_env(), capture_output=True,
                           text=True, timeout=120, check=True)
     assert proc.stdout == markdown_table()
+
+
+def test_the_own_project_recipe_is_run_by_the_wheel_test():
+    text = README.read_text(encoding="utf-8")
+    start, end = _section(text, OWN_PROJECT)
+    assert [m.group(1) for m in FENCE.finditer(text, start, end)] == ["sh", "python", "sh"]
+    assert "OWN_PROJECT" in (ROOT / "tests" / "test_wheel.py").read_text(encoding="utf-8")
 
 
 def test_every_page_is_reachable_from_the_readme():

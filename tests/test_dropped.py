@@ -644,3 +644,86 @@ def test_restoring_a_logged_second_fetch_leaves_the_kept_page_alone(work, first,
     with open_search(uri, readonly=True) as search:
         assert search.get(kept["url"])["dedup"]["status"] == "unique"
     assert not [e for e in log_lines(log) if e.get("event")]
+
+
+# -- issue 30: from the user's seat ---------------------------------------------------------------------
+def test_inspection_commands_on_a_path_with_no_index_say_so(capsys, tmp_path):
+    """Item 4: ``dropped list --index local:///no/such/dir`` said "no dropped log ... a crawl writes it when it
+    drops its first page", as if a crawl had run there and dropped nothing."""
+    where = tmp_path / "no" / "such" / "dir"
+    uri = f"local://{where}"
+    for argv in (["dropped", "list"], ["dropped", "stats"], ["dropped", "show", "http://x.example/"],
+                 ["dropped", "restore", "http://x.example/"], ["report", "-o", str(tmp_path / "r.html")],
+                 ["search", "harbour"], ["explain", "http://x.example/"]):
+        code, out, err = dedup(capsys, *argv, "--index", uri)
+        assert code == 2 and not out, (argv, out)
+        assert len(err.strip().splitlines()) == 1 and "dropped its first page" not in err, (argv, err)
+        assert f"no index at {where}" in err or f"no search index at {where}" in err, (argv, err)
+    assert not where.exists() and not (tmp_path / "r.html").exists()
+
+
+@CRAWL
+def test_show_on_a_kept_page_says_it_is_kept_and_why(first, capsys):
+    """Item 5: ``dropped show`` on a kept page answered "did you mean:" with unrelated URLs."""
+    uri = f"local://{first.index}"
+    flagged = next(i for i in first.items if i["dedup"]["status"] == "near_duplicate")
+    code, out, err = dedup(capsys, "dropped", "show", flagged["url"], *args(first.dropped_log, uri))
+    assert code == 0 and "did you mean" not in out + err, err
+    assert "was not dropped: it is kept" in out and f"near_duplicate of {flagged['dedup']['duplicate_of']}" in out
+    assert "not a duplicate:" in out  # what separates it from a duplicate (item 6)
+    unique = next(i for i in first.items if i["dedup"]["status"] == "unique")
+    code, out, err = dedup(capsys, "dropped", "show", unique["url"], *args(first.dropped_log, uri))
+    assert code == 0 and "was not dropped: it is kept" in out and "unique" in out and "did you mean" not in err
+    shown = dedup_json(capsys, "dropped", "show", unique["url"], *args(first.dropped_log, uri))
+    assert shown["state"] == "kept" and shown["verdict"]["status"] == "unique"
+    # a URL crawled nowhere: no unrelated suggestions from the same site
+    code, out, err = dedup(capsys, "dropped", "show", unique["url"] + "nothing-like-it.html",
+                           *args(first.dropped_log, uri))
+    assert code == 2 and "not in the dropped log" in err and "did you mean" not in err, err
+
+
+@CRAWL
+def test_show_says_what_separates_duplicate_from_near_duplicate(first, capsys):
+    """Items 6 and 7: the verdict's reason in words, thresholds without float noise (36, not 35.99999999999999)."""
+    near = next(d for d in first.dropped if d["verdict"]["rule"] == "containment>=t1")
+    code, out, _ = dedup(capsys, "dropped", "show", near["url"], *args(first.dropped_log, f"local://{first.index}"))
+    assert code == 0 and "35.99999" not in out and "angle 36.0," in out
+    why = next(line for line in out.splitlines() if line.startswith("why "))
+    assert "containment" in why and ">= t1 0.8" in why and "TDW angle" in why and "<= 36°" in why, why
+    assert any(line.startswith("statuses ") and "near_duplicate: any other copy" in line for line in out.splitlines())
+
+
+def test_stats_draws_no_histogram_when_every_score_is_the_same(capsys, tmp_path):
+    """Item 7: ten bins were drawn for scores all 1.00."""
+    log = tmp_path / "dropped.jsonl"
+    log.write_text("".join(json.dumps({"url": f"http://a.example/{n}", "time": "2026-11-29T06:00:00Z",
+                                       "index": "local://x", "verdict": {"status": "exact_duplicate",
+                                                                         "duplicate_of": "http://a.example/",
+                                                                         "rule": "content_hash", "scores": {}},
+                                       "item": {"url": f"http://a.example/{n}", "title": "t", "text": "x"}}) + "\n"
+                           for n in range(3)))
+    code, out, err = dedup(capsys, "dropped", "stats", "--log", log)
+    assert code == 0, err
+    assert not [line for line in out.splitlines() if line.strip().startswith("[")], out
+    assert "every score is 1.00" in out
+
+
+def test_a_verdicts_reason_tells_duplicate_from_near_duplicate():
+    """Item 6: two copies with containment 1.0, a ``duplicate`` (angle 30.95) and a ``near_duplicate`` (40.19)."""
+    from dedup.deduplicator import DedupConfig
+    from dedup.verdicts import legend, reason
+
+    t = {**DedupConfig().thresholds(), "decision": "logit-1-594f5c"}
+    assert t["angle"] == 36.0
+    decision = {"p": 0.99, "threshold": 0.31, "copy": True}
+    dup = {"status": "duplicate", "rule": "containment>=t1", "thresholds": t,
+           "scores": {"containment": 1.0, "angle": 30.95, "decision": decision}}
+    near = {"status": "near_duplicate", "rule": "decision", "thresholds": t,
+            "scores": {"containment": 1.0, "angle": 40.19, "decision": decision}}
+    assert reason(dup) == ("a copy by the calibrated decision (p 0.99 >= 0.31); containment 1 >= t1 0.8 and TDW angle "
+                           "30.95° <= 36°")
+    assert reason(near, why_copy=False) == "not a duplicate: TDW angle 40.19° > 36° (containment 1 >= t1 0.8)"
+    low = {**near, "scores": {"containment": 0.39, "angle": 20.0, "decision": decision}}
+    assert reason(low, why_copy=False) == "not a duplicate: containment 0.39 < t1 0.8"
+    assert reason({"status": "unique", "rule": "below_decision"}) == ""
+    assert "TDW angle <= 36°" in legend(t) and "calibrated decision" in legend(t)

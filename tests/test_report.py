@@ -9,6 +9,7 @@ import shutil
 import struct
 import zlib
 from collections import Counter
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -75,7 +76,7 @@ class Page(HTMLParser):
                 self._number = attrs["id"][2:]
         if tag == "section" and "group" in (attrs.get("class") or "").split():
             self.groups.append({"id": attrs["id"], "copies": []})
-        if tag == "article" and attrs.get("class") == "copy":
+        if tag == "article" and "copy" in (attrs.get("class") or "").split():
             self._copy = {"attrs": attrs, "classes": Counter(), "tags": Counter(), "text": []}
             self.copies.append(self._copy)
             self.groups[-1]["copies"].append(self._copy)
@@ -123,7 +124,8 @@ def test_word_diff_collapses_identical_runs_and_marks_changes():
     d = diff_rows(kept, copy)
     assert [r.kind for r in d.rows] == ["same", "change", "same"]
     assert "\u2026 412 identical words \u2026" in d.rows[0].left  # 420 the same, the 8 before the change shown
-    assert d.rows[0].left.split("</details>")[1] == " w412 w413 w414 w415<br>The mayor said on"
+    assert d.rows[0].left.split("</span>")[1] == " w412 w413 w414 w415<br>The mayor said on"
+    assert "w3 " not in d.rows[0].left  # the words left out are not carried
     change = d.rows[1]
     assert change.left == "<del>Monday</del> the bridge would <del>open.</del>"  # a 3-word run stays inside
     assert change.right == "<ins>Tuesday that</ins> the bridge would <ins>open soon.</ins>"
@@ -427,3 +429,43 @@ def png_pixels(path: Path) -> np.ndarray:
     return out.reshape(height, width, ch)
 
 
+
+
+# -- issue 30 ---------------------------------------------------------------------------------------------
+@CRAWL
+def test_report_says_what_decides_and_embeds_only_what_it_shows(crawled, capsys, tmp_path):
+    """Items 6 and 7: the histogram marked t2 = 0.4 while the calibrated decision flagged pages below it, and no
+    page said what separates a duplicate from a near_duplicate; the report embedded what it does not show
+    (hover titles inside dotplot images, every hidden identical word, base64)."""
+    from dedup.verdicts import reason
+
+    html, out, err = report(capsys, crawled.dropped_log, tmp_path / "report.html", "--index",
+                            f"local://{crawled.index}")
+    assert "t1=0.8" in html and "t2=0.4" not in html and "calibrated decision" in html
+    assert "near_duplicate: any other copy" in html  # the legend
+    for item in flagged(crawled):
+        assert html_escape(reason(item["dedup"], why_copy=False)) in html
+    assert "base64," not in html and '<details class="gap">' not in html
+    assert "identical words" in html
+    for uri in re.findall(r'src="(data:image/svg\+xml,[^"]+)"', html):
+        assert uri.count("%3Ctitle") == 1  # its own title; no hover titles on dots, an <img> never shows them
+    assert len(html.encode("utf-8")) < 90_000, len(html.encode("utf-8"))  # 130 KiB before
+
+
+@CRAWL
+@pytest.mark.parametrize("width", [1280, 400])
+def test_a_link_to_a_group_shows_its_heading_below_the_sticky_filters(crawled, rendered, browser, tmp_path, width):
+    """Item 7: the sticky filter bar covered a group's heading when a link jumped to it."""
+    groups = Page(rendered.read_text(encoding="utf-8")).groups
+    target = groups[len(groups) // 2]["id"]
+    browser.open(rendered.as_uri() + "#" + target, width=width, height=700, mobile=width < 500)
+    where = browser.eval("""(function () {
+        var f = document.getElementById("filters").getBoundingClientRect();
+        var h = document.querySelector("#%s .group-head").getBoundingClientRect();
+        return {bar: f.bottom, head: h.top, y: window.scrollY,
+                sticky: getComputedStyle(document.getElementById("filters")).position === "sticky"}; })()""" % target)
+    browser.screenshot(tmp_path / f"jump-{width}.png")
+    assert where["y"] > 0, where
+    assert where["sticky"] is (width >= 900)
+    assert where["head"] >= (where["bar"] if where["sticky"] else 0) - 1, where
+    assert browser.eval(f'document.querySelector("#{target} a.anchor").getAttribute("href")') == f"#{target}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from scrapy import Spider
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem, NotConfigured, UsageError
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -310,23 +310,29 @@ def test_scrapy_crawl_fails_at_start_up(name, value, site_url, crawl, tmp_path):
 def test_unknown_dedup_setting_names_the_closest_known_one(caplog):
     from scrapy.settings import Settings
 
-    from crawler.addon import check_settings, unknown_settings
+    from crawler.addon import check_settings, unknown_settings, warn_unknown
 
     settings = Settings({"DEDUP_ENABLE": "False", "DEDUP_MAX_DISTANSE": 2, "DEDUP_ZZZ": 1, "DEDUP_T1": 0.9})
     assert unknown_settings(settings) == [("DEDUP_ENABLE", "DEDUP_ENABLED"),
                                           ("DEDUP_MAX_DISTANSE", "DEDUP_MAX_DISTANCE"), ("DEDUP_ZZZ", None)]
-    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+    with pytest.raises(UsageError, match=r"DEDUP_ENABLE='False'; did you mean DEDUP_ENABLED\?"):
         check_settings(settings)
+    with caplog.at_level(logging.WARNING, logger="crawler.addon"):
+        warn_unknown(settings)
     messages = [r.getMessage() for r in caplog.records]
     assert any("DEDUP_ENABLE=" in m and "did you mean DEDUP_ENABLED?" in m for m in messages), messages
     assert any("DEDUP_ZZZ" in m and "DEDUP_INDEX" in m for m in messages), messages
+    check_settings(Settings({"DEDUP_ZZZ": 1}))  # close to no known name: a warning only
 
 
 @pytest.mark.crawl
-def test_scrapy_crawl_warns_about_a_misspelt_setting(site_url, crawl, tmp_path):
+def test_scrapy_crawl_stops_at_a_misspelt_setting(site_url, crawl, tmp_path):
+    """Issue 30 item 3: a misspelt name used to be a warning, and the crawl ran without the setting."""
     result = crawl(site_url, tmp_path, "DEDUP_ENABLE=False", "LOG_LEVEL=INFO")
-    assert result.returncode == 0, result.log[-2000:]
-    assert "Unknown setting DEDUP_ENABLE='False'; did you mean DEDUP_ENABLED?" in result.log
+    assert result.returncode == 1, result.log[-2000:]
+    assert result.log.strip().splitlines() == [
+        "scrapy-dedup: unknown setting DEDUP_ENABLE='False'; did you mean DEDUP_ENABLED? (nothing was crawled)"]
+    assert not (tmp_path / "index").exists() and not (tmp_path / "items.jsonl").exists()
 
 
 def test_settings_are_parsed_once_per_crawler():
@@ -341,3 +347,16 @@ def test_settings_are_parsed_once_per_crawler():
     first = settings_of(crawler)
     assert first is settings_of(crawler) and first.config.t1 == 0.9
     assert settings_of(get_crawler(settings_dict={"DEDUP_T1": "0.9"})) is not first  # each crawler its own
+
+
+@pytest.mark.parametrize("keep_html", [False, True])
+def test_log_lines_about_items_leave_their_raw_html_out(keep_html):
+    """Issue 30 item 2: Scrapy's "Scraped from" and "Dropped:" lines print the whole item; an item still
+    holding its HTML (one dropped or passed on before it was parsed) is printed without it."""
+    item = {"url": "http://a.example/", "html": "<html><body>" + "x" * 5000 + "</body></html>", "title": "A"}
+    fmt = DedupLogFormatter(html_field="html", keep_html=keep_html)
+    spider = Spider.from_crawler(get_crawler(Spider), name="s")
+    for result in (fmt.scraped(item, None, spider), fmt.dropped(item, DropItem("fetched again"), None, spider)):
+        shown = result["args"]["item"]
+        assert ("<html>" in str(shown)) is keep_html and shown["url"] == item["url"] and shown["title"] == "A"
+    assert "html" in item  # the item itself is untouched

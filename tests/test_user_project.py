@@ -5,6 +5,7 @@ dropped page is restored with ``dedup dropped restore``."""
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 
@@ -19,6 +20,13 @@ import userproject  # noqa: E402  (benchmarks/ is not a package: bench_crawl.py 
 pytestmark = pytest.mark.crawl
 
 
+def closed_port_url() -> str:
+    """``http://127.0.0.1:PORT/`` of a port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/"
+
+
 def run(cmd, cwd, timeout=300):
     env = {**clean_env(), "PYTHONPATH": str(ROOT)}  # the add-on comes from this tree, the project from cwd
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -29,10 +37,11 @@ def project(site_url, tmp_path_factory):
     root = userproject.write(tmp_path_factory.mktemp("userproj") / "newsbot-project")
     index = root.parent / "index"
     proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={site_url}",
-                "-s", f"DEDUP_INDEX=local://{index}", "-s", "CONCURRENT_REQUESTS=2", "-s", "LOG_LEVEL=INFO",
-                "-O", str(root.parent / "items.jsonl")], cwd=root)
+                "-s", f"DEDUP_INDEX=local://{index}", "-s", "CONCURRENT_REQUESTS=2",
+                "-O", str(root.parent / "items.jsonl")], cwd=root)  # Scrapy's default LOG_LEVEL, DEBUG
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "crawler.pipelines.DedupPipeline" in proc.stderr and "'dedup/dropped':" in proc.stderr
+    (root.parent / "crawl.log").write_text(proc.stderr, encoding="utf-8")
     return root, f"local://{index}", index / "dropped.jsonl", read_jsonl(root.parent / "items.jsonl")
 
 
@@ -46,7 +55,16 @@ def test_every_page_is_kept_or_dropped_and_kept_items_carry_their_text(project):
     assert sorted({manifest_key(i["url"]) for i in items} | {manifest_key(d["url"]) for d in dropped}) == ALL_PATHS
     articles = [i for i in items if "/articles/" in i["url"]]
     assert articles and all(i["text"] and i["title"] for i in articles)
-    assert all(i["html"] for i in items)  # the user's own field is theirs: exported as yielded
+
+
+def test_the_raw_html_is_neither_exported_nor_logged(project):
+    """Issue 30 item 2: the spider's ``html`` was exported (25 MB for 281 pages) and printed in every DEBUG
+    "Scraped from" line; it is parsed, then left out (DEDUP_KEEP_HTML keeps it)."""
+    root, uri, log, items = project
+    assert items and all(set(i) == {"url", "title", "text", "dedup"} for i in items), items[0].keys()
+    stderr = (root.parent / "crawl.log").read_text(encoding="utf-8")
+    scraped = [line for line in stderr.splitlines() if "Scraped from" in line]
+    assert scraped and "<html" not in stderr.lower()
 
 
 def test_kept_pages_are_searchable_by_their_text(project):
@@ -68,8 +86,8 @@ def test_every_dropped_page_restores_from_a_compact_log(project):
         assert "html" not in line["item"] and "dedup" not in line["item"] and line["item"]["text"]
         # the index's absolute path (a pytest temporary folder, longer on some machines) is not counted
         sized = {k: v for k, v in line.items() if k != "index"}
-        assert len(json.dumps(sized)) < len(next(i for i in items if i["url"] == line["verdict"]["duplicate_of"])
-                                            ["html"])
+        assert len(json.dumps(sized)) < 3 * len(json.dumps(next(i for i in items if i["url"] ==
+                                                                line["verdict"]["duplicate_of"])))
     proc = subprocess.run([sys.executable, "-m", "dedup.cli", "dropped", "restore", "-", "--index", uri, "--log",
                            str(log), "--json"], input="\n".join(d["url"] for d in dropped), cwd=ROOT,
                           env={**clean_env(), "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300)
@@ -115,7 +133,46 @@ def test_a_spiders_own_held_index_is_refused_in_one_line(tmp_path):
         free = tmp_path / "free"
         proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", "start_url=http://127.0.0.1:9/",
                     "-s", f"DEDUP_INDEX=local://{free}"], cwd=root, timeout=120)
-        assert proc.returncode == 0 and "in use by another process" not in proc.stderr, proc.stderr[-3000:]
+        assert "in use by another process" not in proc.stderr and "Spider opened" in proc.stderr, proc.stderr[-3000:]
         assert (free / "lock").exists() or free.is_dir()
     finally:
         holder.close()
+
+
+def test_a_start_url_that_refuses_connections_fails_the_crawl(tmp_path):
+    """Issue 30 item 1: ~240 lines of tracebacks, exit 0 and ``finish_reason: finished`` with an empty index.
+    Now: each download error in one line, exit status 1, and the last line names the URL and the reason."""
+    root = userproject.write(tmp_path / "newsbot-project")
+    url = closed_port_url()
+    proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={url}",
+                "-s", f"DEDUP_INDEX=local://{tmp_path / 'index'}"], cwd=root, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "The above exception" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert url in last and "refused" in last.lower() and "no page was fetched" in last.lower(), last
+    assert "'finish_reason': 'finished'" not in proc.stderr and "'finish_reason': 'no_page_fetched'" in proc.stderr
+
+
+def test_a_misspelt_setting_stops_the_crawl_before_anything_is_written(site_url, tmp_path):
+    """Issue 30 item 3: ``-s DEDUP_INDX=...`` warned (outside the log) and the crawl filled ./.dedup. A name
+    close to a known one stops the crawl with one line, which the log file gets too; an unknown name with no
+    close one is a warning in Scrapy's log."""
+    root = userproject.write(tmp_path / "newsbot-project")
+    logfile = tmp_path / "crawl.log"
+    proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={site_url}",
+                "-s", f"DEDUP_INDX=local://{tmp_path / 'x'}", "-s", f"LOG_FILE={logfile}",
+                "-O", str(tmp_path / "items.jsonl")], cwd=root, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "DEDUP_INDX" in lines[0] and "did you mean DEDUP_INDEX?" in lines[0], proc.stderr
+    assert "DEDUP_INDX" in logfile.read_text() and "did you mean DEDUP_INDEX?" in logfile.read_text()
+    assert not (root / ".dedup").exists() and not (tmp_path / "x").exists()
+    assert not (tmp_path / "items.jsonl").exists()
+
+    proc = run([sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={closed_port_url()}",
+                "-s", "DEDUP_ZZZ=1", "-s", f"DEDUP_INDEX=local://{tmp_path / 'index'}", "-s", f"LOG_FILE={logfile}",
+                "-s", "RETRY_TIMES=0"], cwd=root, timeout=120)
+    assert "Spider opened" in logfile.read_text()
+    warning = next(line for line in logfile.read_text().splitlines() if "DEDUP_ZZZ" in line)
+    assert "WARNING" in warning and "DEDUP_INDEX" in warning, warning
+    assert "DEDUP_ZZZ" not in proc.stderr

@@ -5,7 +5,8 @@ script and its charts inline (nothing is loaded from anywhere: open it from disk
 to a ticket):
 
 * a summary: groups, dropped / restored / flagged / kept counts, bar charts of the pages by
-  status, rule and host, and a histogram of their containment scores with t2/t1 marked;
+  status, rule and host, a histogram of their containment scores with t1 marked (t2 too when it
+  decides, with ``decision = containment``), and what separates the statuses (:mod:`dedup.verdicts`);
 * **filters** (kind, status, rule, host, score range, words of the URL, title or text), kept in
   the URL's ``#fragment`` so a view can be bookmarked; without JavaScript everything shows;
 * the **groups**: each kept page (the one copies name in ``duplicate_of``) with its copies:
@@ -15,8 +16,13 @@ to a ticket):
 * for each near copy, a word-level difference from the kept page (:mod:`dedup.cli.worddiff`):
   two aligned columns in one scroll box, so both sides scroll together, identical runs
   collapsed to ``… 412 identical words …``; on a narrow screen the columns stack. An exact
-  copy (the same words) is shown once, with a note. Near copies also get the sentence
-  matching of :mod:`dedup.explain` (share of sentences matched, dotplot).
+  copy (the same words) is shown once, its opening words, with a note. The first
+  :data:`EXPLAINED` near copies also get the sentence matching of :mod:`dedup.explain` (share of
+  sentences matched, dotplot); each copy says why it has its status.
+
+Nothing is embedded that the page does not show: the words of collapsed identical runs and the
+rest of an exact copy's text are left out (``dedup dropped show URL`` prints both texts), and
+the dotplots are SVG images without the hover titles an image never shows.
 
 Every count is taken from the same list of pages the groups show: a restored page is counted
 as restored, not as dropped, in the cards, the filters and the groups alike.
@@ -26,7 +32,6 @@ This module imports neither scrapy nor elasticsearch; ``index`` is imported lazi
 """
 from __future__ import annotations
 
-import base64
 import html
 import logging
 from collections import Counter
@@ -34,10 +39,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
+from urllib.parse import quote
 
 from index import open_search
 
 from ..droplog import DropLog, VerdictFields, host_of, page_from_item, read_log
+from ..verdicts import legend, reason
 from .summary import histogram
 from .worddiff import diff_rows, tokens, words_html
 
@@ -47,6 +54,10 @@ log = logging.getLogger(__name__)
 
 FLAGGED = ("near_duplicate", "duplicate")
 KINDS = ("dropped", "restored", "flagged")
+#: near copies given the sentence matching (~25 ms each); the others name the command that gives it
+EXPLAINED = 100
+#: words of an exact copy's text shown (it is the kept page's text too)
+PREVIEW_WORDS = 60
 _ASSETS = Path(__file__).resolve().parent.parent / "data"
 
 
@@ -65,6 +76,7 @@ class Pair(VerdictFields):
     other_source: str = ""
     note: str = ""
     has_text: bool = True  # False past --limit: counted and listed, text left out
+    explained: bool | None = None  # a near copy given the sentence matching (True) or past EXPLAINED (False)
 
     @property
     def shown_kind(self) -> str:
@@ -332,7 +344,11 @@ def _meta(pair: Pair, tag: str = "p") -> str:
         meta.append(f"decision p {_num(why.get('p'))} by {_e(', '.join(map(str, why['signals'])))}")
     if pair.time:
         meta.append(f"{'dropped' if pair.kind == 'dropped' else 'seen'} {_e(_time(pair.time))}")
-    return f'<{tag} class="meta">{" · ".join(meta)}</{tag}>'
+    why = reason(verdict, why_copy=False)
+    if why and tag == "span":  # inside a note: one more item of the line
+        meta.append(_e(why))
+    return f'<{tag} class="meta">{" · ".join(meta)}</{tag}>' + (f'<p class="why">{_e(why)}</p>' if why and tag != "span"
+                                                                else "")
 
 
 def _sentences(pair: Pair, explain: Callable | None, dotplot_svg: Callable | None) -> str:
@@ -351,7 +367,7 @@ def _sentences(pair: Pair, explain: Callable | None, dotplot_svg: Callable | Non
             f"(fuzzy-set EQ; {e.matched_b} of {len(e.sentences_b)} the other way)")
     plot = ""
     if dotplot_svg is not None:
-        uri = "data:image/svg+xml;base64," + base64.b64encode(dotplot_svg(e).encode("utf-8")).decode("ascii")
+        uri = "data:image/svg+xml," + quote(dotplot_svg(e), safe=" =:/,.-'()")
         plot = (f'<figure class="dotplot"><img class="dotplot" src="{uri}" alt="dotplot of matched sentences">'
                 '<figcaption>a dot for each matched pair of sentences; x: this copy, y: the kept page '
                 '(a diagonal is a copy). <code>dedup explain</code> prints the pairs.</figcaption></figure>')
@@ -359,6 +375,8 @@ def _sentences(pair: Pair, explain: Callable | None, dotplot_svg: Callable | Non
 
 
 def _comparison(pair: Pair, explain: Callable | None, dotplot_svg: Callable | None) -> str:
+    if explain is not None and pair.explained is False:
+        explain = None
     if not pair.has_text:
         return (_meta(pair) + '<p class="note">Text not included (past <code>--limit</code>); counted and '
                 'filtered all the same.</p>')
@@ -368,7 +386,7 @@ def _comparison(pair: Pair, explain: Callable | None, dotplot_svg: Callable | No
     kept_text = str(pair.other.get("text") or "")
     words = len([t for t in tokens(pair.text) if t != "\n"])
     if _same_words(kept_text, pair.text):
-        return (f'<p class="note exact">Exact copy: the same {words} words as the kept page, shown once. '
+        return (f'<p class="note exact">Exact copy: the same {words} words as the kept page, which begins as below. '
                 f'{_meta(pair, "span")}</p>' + _text_once(pair.text))
     diff = diff_rows(kept_text, pair.text)
     lead = ""
@@ -385,14 +403,28 @@ def _comparison(pair: Pair, explain: Callable | None, dotplot_svg: Callable | No
     summary = (f'<p class="meta">{diff.same_words} words in common; the kept page has {diff.kept_words}, '
                f'this copy {diff.copy_words}. <del>struck</del>: only on the kept page, '
                f'<ins>green</ins>: only in this copy.</p>')
+    more = ("" if explain is not None or pair.explained is None else
+            f'<p class="note">Sentence matching: <code>dedup explain {_e(pair.url)}</code> (the report gives it '
+            f'for the first {EXPLAINED} near copies).</p>')
     return (_meta(pair) + lead + summary + f'<div class="diff" role="table" aria-label="word difference">{"".join(cells)}</div>'
-            + _sentences(pair, explain, dotplot_svg))
+            + _sentences(pair, explain, dotplot_svg) + more)
 
 
 def _text_once(text: str) -> str:
-    if not text.strip():
+    """The opening words of a text shown once (an exact copy's: the kept page's too)."""
+    toks = tokens(text)
+    words = [t for t in toks if t != "\n"]
+    if not words:
         return ""
-    return f'<details class="more"><summary>the text</summary><div class="text">{words_html(tokens(text))}</div></details>'
+    shown, n = [], 0
+    for t in toks:
+        n += t != "\n"
+        if n > PREVIEW_WORDS:
+            break
+        shown.append(t)
+    rest = (f' <span class="meta">… {len(words) - PREVIEW_WORDS} more words</span>'
+            if len(words) > PREVIEW_WORDS else "")
+    return f'<div class="text">{words_html(shown)}{rest}</div>'
 
 
 def _copy_html(pair: Pair, cid: str, explain: Callable | None, dotplot_svg: Callable | None) -> str:
@@ -401,8 +433,12 @@ def _copy_html(pair: Pair, cid: str, explain: Callable | None, dotplot_svg: Call
     attrs = (f'data-kind="{kind}" data-status="{_e(pair.status)}" data-rule="{_e(pair.rule)}" '
              f'data-host="{_e(host_of(pair.url))}" data-score="{"" if score is None else f"{score:.4f}"}"')
     title = f'<span class="copy-title">{_e(_cut(pair.title, 140))}</span>' if pair.title else ""
-    head = (f'<summary>{_kind_badge(kind)} {_status_badge(pair.status)} {_link(pair.url)} '
-            f'<span class="score">score {_fmt_score(score)}</span>{title}</summary>')
+    line = (f'{_kind_badge(kind)} {_status_badge(pair.status)} {_link(pair.url)} '
+            f'<span class="score">score {_fmt_score(score)}</span>')
+    if not pair.has_text:  # listed, counted and filtered; its verdict and texts are a command away
+        return (f'<article class="copy listed" id="{cid}" {attrs}><p>{line} <span class="meta">(past --limit)'
+                f'</span>{title}</p></article>')
+    head = f"<summary>{line}{title}</summary>"
     body = _comparison(pair, explain, dotplot_svg)
     return f'<article class="copy" id="{cid}" {attrs}><details open>{head}<div class="body">{body}</div></details></article>'
 
@@ -415,8 +451,8 @@ def _group_html(group: Group, gid: str, explain: Callable | None, dotplot_svg: C
     if group.url:
         status = str(((page or {}).get("dedup") or {}).get("status") or "") if page else ""
         where = f" · from the {_e(group.source)}" if group.source else " · not found in the index or the log"
-        head = (f'<div class="group-head"><span class="badge k-kept">kept</span> '
-                f'<span class="kept">{_link(group.url)}</span>'
+        head = (f'<div class="group-head"><a class="anchor" href="#{gid}" title="link to this group">#</a> '
+                f'<span class="badge k-kept">kept</span> <span class="kept">{_link(group.url)}</span>'
                 + (f'<p class="title">{_e(page.get("title") or "")}</p>' if page and page.get("title") else "")
                 + f'<p class="meta">{len(group.copies)} {"copy" if len(group.copies) == 1 else "copies"}: {count}'
                 + (f" · its own verdict {_e(status)}" if status else "") + f"{where}</p></div>")
@@ -464,13 +500,16 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
     dotplot_svg)``, by default those of :mod:`dedup.explain`; ``(None, None)`` leaves the
     sentence matching out."""
     if explainer is None:
-        from ..explain import dotplot_svg, explain as explain_pair
+        from ..explain import dotplot_svg as svg, explain as explain_pair
         from ..explain.sentences import Refiner, default_tables
 
         tables, refiner = default_tables(), Refiner()  # made once for every pair of the report
 
         def explain(a: Any, b: Any) -> Any:
             return explain_pair(a, b, tables=tables, refiner=refiner)
+
+        def dotplot_svg(e: Any) -> str:
+            return svg(e, tips=False)  # shown as an image, which shows no hover titles
     else:
         explain, dotplot_svg = explainer
     counts = data.counts
@@ -486,7 +525,9 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
     if len(hosts) > 15:
         host_items.append((f"{len(hosts) - 15} other hosts", sum(n for _, n in hosts.most_common()[15:])))
     scores = [s for s in (p.score for p in everything) if s is not None]
-    marks = {k: data.thresholds[k] for k in ("t2", "t1") if k in data.thresholds}
+    # t2 is a threshold only when the containment rule decides; the calibrated decision flags below it
+    logit = str(data.thresholds.get("decision", "")).startswith("logit")
+    marks = {k: data.thresholds[k] for k in (("t1",) if logit else ("t2", "t1")) if k in data.thresholds}
     charts = [
         bar_chart_svg("Pages by status", status_items.most_common(), colors=_PALETTE),
         bar_chart_svg("Dropped and flagged pages by rule", rules.most_common()),
@@ -519,6 +560,8 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
     if data.thresholds:
         out.append('<p class="meta">thresholds: ' + " · ".join(f"{_e(k)} {_e(_num(v))}" for k, v in
                                                            data.thresholds.items() if v is not None) + "</p>")
+        out.append(f'<p class="meta" id="legend">{_e(legend(data.thresholds))}'
+                   + (" (no containment threshold: t2 is not used)" if logit else "") + "</p>")
     out.append('<div class="charts">' + "".join(f"<figure>{c}</figure>" for c in charts) + "</div></section>")
 
     out.append(f'<section id="groups"><h2>Groups ({len(groups)})</h2>')
@@ -530,6 +573,11 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
                    f"Showing <b>{len(everything)}</b> of {len(everything)} pages in <b>{len(groups)}</b> of "
                    f"{len(groups)} groups.</p>")
         out.append('<p class="note" id="none" hidden>No page matches these filters.</p>')
+        listed = sum(1 for p in everything if not p.has_text)
+        if listed:
+            out.append(f'<p class="note" id="listed">{listed} pages past <code>--limit {limit}</code> (per section) are '
+                       'listed without their verdicts and texts: <code>dedup dropped show URL</code> gives a dropped '
+                       "page's, <code>dedup explain URL</code> a flagged one's, <code>--limit 0</code> all.</p>")
         done = [0]
 
         def tick() -> None:
@@ -537,6 +585,10 @@ def render(data: ReportData, *, limit: int | None = 200, title: str = "Dedup rep
             if progress:
                 progress(done[0], len(everything))
 
+        near = [p for g in groups for p in g.copies
+                if p.has_text and p.other is not None and not _same_words(str(p.other.get("text") or ""), p.text)]
+        for n, pair in enumerate(near):
+            pair.explained = n < EXPLAINED
         for n, group in enumerate(groups, 1):
             out.append(_group_html(group, f"g{n}", explain, dotplot_svg, tick))
     out.append("</section>")

@@ -5,9 +5,10 @@
 of their own, so paragraphs survive). It returns rows in text order:
 
 * ``same``: words both texts share, one HTML string for both columns; a run longer than
-  ``2 * context + 8`` words shows its first and last ``context`` words around an
-  expandable ``… 412 identical words …`` (the opening and closing runs keep only the
-  side next to a change);
+  ``2 * context + 8`` words shows its first and last ``context`` words around
+  ``… 412 identical words …`` (the opening and closing runs keep only the side next to a
+  change); the words left out are not in the HTML (a report of many pages would carry
+  them all unseen);
 * ``change``: what the kept page has there (``<del>``) and what the copy has instead
   (``<ins>``); equal runs shorter than ``absorb`` words between two changes stay inside
   the change row, so a sentence with three edits reads as one row, not five.
@@ -97,8 +98,7 @@ def _same_html(toks: list[str], first: bool, last: bool, context: int) -> str:
         return words_html(toks)
     head, rest = ([], toks) if first else _split_words(toks, context)
     hidden, tail = (rest, []) if last else _split_words(rest, context, from_end=True)
-    gap = (f'<details class="gap"><summary>\u2026 {_count(hidden)} identical words \u2026</summary>'
-           f"{words_html(hidden)}</details>")
+    gap = f'<span class="gap">\u2026 {_count(hidden)} identical words \u2026</span>'
     return " ".join(p for p in (words_html(head), gap, words_html(tail)) if p)
 
 

@@ -106,4 +106,14 @@
   var start = fromHash();
   toForm(start);
   apply(start);
+
+  // the filter bar is sticky on wide screens: what a link jumps to (#g3) must land below it, not under it
+  function barHeight() {
+    var sticky = getComputedStyle(form).position === "sticky";
+    document.documentElement.style.setProperty("--bar", (sticky ? form.offsetHeight : 0) + "px");
+  }
+  barHeight();
+  window.addEventListener("resize", barHeight);
+  var target = location.hash.length > 1 && document.getElementById(location.hash.slice(1));
+  if (target) { target.scrollIntoView(); }
 }());

@@ -54,9 +54,10 @@ def _heading_starts(tree: dict[str, Any]) -> list[int]:
                    if node.get("kind") == "heading" and node.get("sentences") and node["sentences"][0] > 0})
 
 
-def dotplot_svg(explanation: "Explanation", *, size: int = 480, grams: bool = True) -> str:
+def dotplot_svg(explanation: "Explanation", *, size: int = 480, grams: bool = True, tips: bool = True) -> str:
     """The dotplot of ``explanation`` as an SVG document; ``size`` is the plot square's side in
-    pixels (default 480). ``grams`` also marks the pairs with equal least-frequent 4-grams."""
+    pixels (default 480). ``grams`` also marks the pairs with equal least-frequent 4-grams. ``tips``: each
+    dot's ``<title>`` (both sentences, shown on hover); False for an SVG shown as an image, which shows none."""
     if size < 64:
         raise ValueError(f"dotplot size must be >= 64 pixels (got {size})")
     e = explanation
@@ -106,13 +107,15 @@ def dotplot_svg(explanation: "Explanation", *, size: int = 480, grams: bool = Tr
         for i, j in e.gram_matches:
             out.append(f'<rect x="{x(i) - half:.2f}" y="{y(j) - half:.2f}" width="{2 * half:.2f}" '
                        f'height="{2 * half:.2f}" fill="none" stroke="{_GRAM}" stroke-width="1">'
-                       f"<title>{escape(f'A {i + 1} / B {j + 1}: equal least-frequent 4-grams')}</title></rect>")
+                       + (f"<title>{escape(f'A {i + 1} / B {j + 1}: equal least-frequent 4-grams')}</title>" if tips
+                          else "") + "</rect>")
     for (i, j, score), (s_ab, s_ba) in zip(e.matches, e.sims or [(m[2], m[2]) for m in e.matches]):
         opacity = 0.45 + 0.55 * min(1.0, max(0.0, (score - 0.8) / 0.2))
-        tip = (f"A {i + 1} / B {j + 1}: Sim(a,b) {s_ab:.3f}, Sim(b,a) {s_ba:.3f}\n"
-               f"A: {_cut(e.sentences_a[i], 200)}\nB: {_cut(e.sentences_b[j], 200)}")
+        tip = (f"<title>{escape(f'A {i + 1} / B {j + 1}: Sim(a,b) {s_ab:.3f}, Sim(b,a) {s_ba:.3f}')}\n"
+               f"{escape(f'A: {_cut(e.sentences_a[i], 200)}')}\n{escape(f'B: {_cut(e.sentences_b[j], 200)}')}</title>"
+               if tips else "")
         out.append(f'<circle cx="{x(i):.2f}" cy="{y(j):.2f}" r="{radius:.2f}" fill="{_FUZZY}" '
-                   f'fill-opacity="{opacity:.2f}"><title>{escape(tip)}</title></circle>')
+                   f'fill-opacity="{opacity:.2f}">{tip}</circle>')
     chars = max(int(size / 6.5) - 16, 8)  # about 6.5 px per character at 11 px
     out.append(f'<text x="{left + size / 2:.1f}" y="{top + size + 20}" text-anchor="middle">'
                f"{escape(f'sentence of A: {_cut(e.title_a or e.url_a, chars)}')}</text>")

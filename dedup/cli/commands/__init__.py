@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 from index import DEFAULT_INDEX, default_dropped_log
 
-__all__ = ["DEFAULT_INDEX", "config_of", "config_options", "cut", "dropped_log", "index_uri", "progress",
-           "rounded"]
-
+__all__ = ["DEFAULT_INDEX", "config_of", "config_options", "cut", "dropped_log", "index_uri", "missing_index",
+           "progress", "require_index", "rounded"]
 
 
 def index_uri(args: argparse.Namespace) -> str:
@@ -35,6 +35,27 @@ def dropped_log(args: argparse.Namespace) -> tuple[str, bool]:
     if os.environ.get("DEDUP_DROPPED_LOG"):
         return os.environ["DEDUP_DROPPED_LOG"], True
     return default_dropped_log(index_uri(args)), False
+
+
+def missing_index(uri: str) -> str | None:
+    """``no index at DIR ...`` when ``uri`` is an embedded index no crawl has written (its folder holds neither
+    of its databases), else None; an Elasticsearch index is for the command to find missing."""
+    if not uri.lower().startswith("local://"):
+        return None
+    path = Path(uri.split("://", 1)[1])
+    if (path / "dedup.sqlite").exists() or (path / "search.sqlite").exists():
+        return None
+    return (f"no index at {path} ({'no such folder' if not path.exists() else 'no crawl has written there'}); "
+            "--index names the crawl's DEDUP_INDEX")
+
+
+def require_index(args: argparse.Namespace) -> None:
+    """Raise FileNotFoundError when the command reads the dropped log beside an index that does not exist
+    (the log would be missing for that reason, not because the crawl dropped nothing)."""
+    log, named = dropped_log(args)
+    why = None if named or Path(log).exists() else missing_index(index_uri(args))
+    if why:
+        raise FileNotFoundError(why)
 
 
 def config_options(parser: argparse.ArgumentParser, per: str = "page") -> None:

@@ -14,8 +14,9 @@ from typing import Any
 
 from index import default_dropped_log, open_search
 
+from ...verdicts import legend, reason
 from . import cut as _cut
-from . import index_uri, progress
+from . import index_uri, progress, require_index, rounded
 
 __all__ = ["register"]
 
@@ -36,6 +37,7 @@ def load(args: argparse.Namespace):
     """The folded log; its bad lines are reported on stderr (first :data:`MAX_WARNINGS`)."""
     from ...droplog import read_log
 
+    require_index(args)
     log = read_log(log_path(args))
     warn_problems(log)
     return log
@@ -166,8 +168,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if s["scored"]:
         print(f"  min {s['min']:.4f}  mean {s['mean']:.4f}  max {s['max']:.4f}")
         bins = [(b["low"], b["high"], b["count"]) for b in s["histogram"]]
-        for line in text_histogram(bins):
-            print("  " + line)
+        if s["min"] == s["max"]:  # one value: ten bins would draw one bar and nine empty ones
+            print(f"  every score is {s['min']:.2f}")
+        else:
+            for line in text_histogram(bins):
+                print("  " + line)
     return 0
 
 
@@ -202,17 +207,17 @@ def copied_page(uri: str, url: str | None, log) -> tuple[dict[str, Any] | None, 
 def cmd_show(args: argparse.Namespace) -> int:
     log = load(args)
     entry = log.get(args.url)
+    uri = index_uri(args)
     if entry is None:
-        import difflib
-
-        urls = [e.url for e in log.entries]
-        near = [u for u in urls if args.url in u or u in args.url][:5] or \
-            difflib.get_close_matches(args.url, urls, n=5, cutoff=0.8)
+        kept = _kept(uri, args.url)
+        if kept is not None:
+            return _show_kept(args, uri, kept)
+        near = _like(args.url, [e.url for e in log.entries])
         hint = ("; did you mean: " + ", ".join(near)) if near else ""
-        print(f"dedup: error: {args.url} is not in the dropped log {log.path}{hint}", file=sys.stderr)
+        print(f"dedup: error: {args.url} is not in the dropped log {log.path} nor kept in {uri}{hint}",
+              file=sys.stderr)
         return 2
     item = log.item(entry)
-    uri = index_uri(args)
     other, source, note = copied_page(uri, entry.duplicate_of, log)
     if args.json:
         print(json.dumps({
@@ -229,6 +234,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"state      {state} (log line {entry.line}" + (f", dropped {entry.drops} times)" if entry.drops > 1 else ")"))
     print(f"dropped    {_time(entry.time)} UTC")
     print(f"verdict    {entry.status} by rule {entry.rule}; copy of {entry.duplicate_of or '-'}")
+    if reason(v):
+        print(f"why        {reason(v)}")
     scores = {k: val for k, val in (v.get("scores") or {}).items() if k != "pruned_by" or val}
     if scores:
         print("scores     " + _cut(", ".join(f"{k} {json.dumps(val)}" for k, val in scores.items()), 2000))
@@ -239,13 +246,60 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"decided by {(v.get('thresholds') or {}).get('decision', 'the decision')}: p {why.get('p')}"
               f" (copy from p {why.get('threshold', '-')}); " + ", ".join(why["signals"]))
     if v.get("thresholds"):
-        print("thresholds " + ", ".join(f"{k} {json.dumps(val)}" for k, val in v["thresholds"].items()))
+        print("thresholds " + ", ".join(f"{k} {json.dumps(val)}" for k, val in rounded(v["thresholds"]).items()))
+        print(f"statuses   {legend(v['thresholds'])}")
     print(f"algorithm  {v.get('algorithm', '-')}  reference {v.get('reference', '-')}  candidates {v.get('candidates', '-')}")
     _print_page(f"dropped page (from the log, line {entry.line})", item, width)
     if other is not None:
         _print_page(f"the page it copies (from the {source})" + (f"; {note}" if note else ""), other, width)
     else:
         print(f"\n== the page it copies: {entry.duplicate_of or '-'}\n({note})")
+    return 0
+
+
+def _like(url: str, urls: list[str]) -> list[str]:
+    """Logged URLs a mistyped ``url`` may mean: the same but for the scheme, a trailing slash or the fragment,
+    else close in spelling; URLs of the same site alone share a long prefix, which is no likeness."""
+    import difflib
+
+    def bare(u: str) -> str:
+        return u.split("#", 1)[0].split("://", 1)[-1].rstrip("/")
+
+    same = [u for u in urls if bare(u) == bare(url)]
+    return same[:5] or difflib.get_close_matches(url, urls, n=3, cutoff=0.95)
+
+
+def _kept(uri: str, url: str) -> dict[str, Any] | None:
+    """The search index's document of ``url`` (a kept page), or None (no such page, or no index to ask)."""
+    try:
+        search = open_search_readonly(uri)
+    except Exception:  # noqa: BLE001 - no search index, or a backend that fails: the page is not known kept
+        return None
+    try:
+        return search.get(url)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        search.close()
+
+
+def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any]) -> int:
+    """``dropped show`` of a page that was kept: its verdict (flagged or not, a copy of what, and why)."""
+    v = doc.get("dedup") or {}
+    if args.json:
+        print(json.dumps({"url": doc.get("url"), "state": "kept", "index": uri, "verdict": v,
+                          "page": {k: doc.get(k) for k in ("url", "title", "text", "fetched_at")}},
+                         indent=1, ensure_ascii=False))
+        return 0
+    status = v.get("status", "-")
+    print(f"{doc.get('url')} was not dropped: it is kept in {uri}, "
+          + (f"flagged {status} of {v.get('duplicate_of')}" if v.get("duplicate_of") else f"as {status}"))
+    if reason(v):
+        print(f"why        {reason(v)}")
+    if v.get("thresholds") and v.get("duplicate_of"):
+        print(f"statuses   {legend(v['thresholds'])}")
+    if v.get("duplicate_of"):
+        print(f"compare    dedup explain {doc.get('url')} --index {uri}")
     return 0
 
 

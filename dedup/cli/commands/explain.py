@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from index import open_search
 
-from . import DEFAULT_INDEX, dropped_log, index_uri, rounded
+from . import DEFAULT_INDEX, dropped_log, index_uri, require_index, rounded
 from . import cut as _cut
 
 __all__ = ["register", "resolve_page", "read_log"]
@@ -180,6 +180,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     write_dotplot = _dotplot_writer(args.dotplot) if args.dotplot else None  # a bad name, too
     uri = index_uri(args)
     log_name, named = dropped_log(args)
+    if not Path(args.a).is_file() or (args.b and not Path(args.b).is_file()):
+        require_index(args)  # a URL to look up where no crawl wrote: say that, not "not found"
     sources = _Sources(uri, Path(log_name), named)
     try:
         page_a, verdict_a, where_a = resolve_page(args.a, sources)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import dropped_log, index_uri, progress
+from . import dropped_log, index_uri, progress, require_index
 
 __all__ = ["register"]
 
@@ -14,6 +14,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     uri = index_uri(args)
     args.log = args.log or args.log_option
+    require_index(args)
     args.log, _ = dropped_log(args)
     if args.limit is not None and args.limit < 0:
         raise ValueError(f"--limit must be >= 0 (got {args.limit})")
