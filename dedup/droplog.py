@@ -144,6 +144,12 @@ class VerdictFields:
         return self.verdict.get("duplicate_of")
 
     @property
+    def nearest(self) -> str | None:
+        """The page the verdict matched (``duplicate_of`` names its group's root; the same page unless the
+        match is itself a copy)."""
+        return self.verdict.get("nearest") or self.verdict.get("duplicate_of")
+
+    @property
     def score(self) -> float | None:
         return score_of(self.verdict)
 
@@ -177,7 +183,7 @@ class Entry(VerdictFields):
 
     def to_dict(self, *, verdict: bool = False) -> dict[str, Any]:
         out = {"url": self.url, "time": self.time, "state": self.state, "restored_at": self.restored_at,
-               "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of,
+               "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of, "nearest": self.nearest,
                "score": self.score, "host": self.host, "title": self.title, "drops": self.drops,
                "line": self.line, "index": self.index, "restored_into": self.restored_into,
                "seen": self.seen, "seen_at": self.seen_at}

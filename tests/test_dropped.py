@@ -727,3 +727,49 @@ def test_a_verdicts_reason_tells_duplicate_from_near_duplicate():
     assert reason(low, why_copy=False) == "not a duplicate: containment 0.39 < t1 0.8"
     assert reason({"status": "unique", "rule": "below_decision"}) == ""
     assert "TDW angle <= 36°" in legend(t) and "calibrated decision" in legend(t)
+
+
+def test_show_names_the_root_and_compares_with_the_page_matched(capsys, tmp_path):
+    """A copy of a flagged copy: ``duplicate_of`` names the group's root, ``show`` says which page it was
+    matched with and prints that page's text beside it."""
+    from dedup.deduplicator import Deduplicator
+    from dedup.droplog import DropLogWriter
+    from dedup.page import parse_page
+
+    story = ["The harbour bridge will close for three weeks of repairs in the spring, the council said.",
+             "Engineers found corrosion in the main cables during an inspection last autumn.",
+             "Ferries will run every fifteen minutes while the bridge is closed, and buses rerouted.",
+             "Shops near the bridge fear a drop in trade, but the council promised a support fund.",
+             "The mayor said the closure was regrettable but that safety had to come first."]
+
+    def html(paragraphs, nav="Home News"):
+        body = "".join(f"<p>{p}</p>" for p in paragraphs)
+        return f"<html><head><title>Bridge</title></head><body><nav>{nav}</nav><article>{body}</article></body></html>"
+
+    uri = f"local://{tmp_path / 'index'}"
+    index, search = open_index(uri), open_search(uri)
+    log = tmp_path / "index" / "dropped.jsonl"
+    writer = DropLogWriter(log, uri)
+    try:
+        d = Deduplicator(index)
+        edited = story + ["A late addition from the second site about the ferry timetable and its fares."]
+        pages = [("http://a.example/root", html(story)), ("http://b.example/copy", html(edited)),
+                 ("http://c.example/copy-of-copy", html(edited, nav="Start Weather"))]
+        for url, body in pages:
+            page = parse_page(body, url)
+            verdict = d.process(page)
+            if verdict.kept:
+                search.add({"url": url, "title": page.title, "text": page.text, "fetched_at": 0.0,
+                            "dedup": verdict.to_dict()})
+            else:
+                writer.write(verdict.to_dict(), {"url": url}, page)
+    finally:
+        writer.close()
+        search.close()
+        index.close()
+    rc, out, _ = dedup(capsys, "dropped", "show", "http://c.example/copy-of-copy", "--index", uri, "--log", str(log))
+    assert rc == 0
+    assert "copy of http://a.example/root (matched with http://b.example/copy, itself a copy of it)" in out
+    assert "the page it was matched with (from the search index" in out and "ferry timetable and its fares" in out
+    row = dedup_json(capsys, "dropped", "list", "--log", str(log))[0]
+    assert row["duplicate_of"] == "http://a.example/root" and row["nearest"] == "http://b.example/copy"

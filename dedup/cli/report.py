@@ -192,7 +192,8 @@ def collect(log_path: str | Path, index_uri: str, *, limit: int | None = None) -
 
 def _find_other(pair: Pair, search: Any, droplog: DropLog,
                 found: dict[str, tuple[dict[str, Any] | None, str, str]]) -> None:
-    target = pair.verdict.get("duplicate_of")
+    # compared with the page it was matched with; the group is its root's (duplicate_of)
+    target = pair.verdict.get("nearest") or pair.verdict.get("duplicate_of")
     if not target:
         pair.note = "The verdict names no page it copies."
         return
@@ -200,6 +201,8 @@ def _find_other(pair: Pair, search: Any, droplog: DropLog,
         _lookup(pair, target, search, droplog)
         found[target] = (pair.other, pair.other_source, pair.note)
     pair.other, pair.other_source, pair.note = found[target]
+    if target != pair.verdict.get("duplicate_of"):
+        pair.note = " ".join(filter(None, [f"Matched with {target}, itself a copy in this group.", pair.note]))
 
 
 def _lookup(pair: Pair, target: str, search: Any, droplog: DropLog) -> None:

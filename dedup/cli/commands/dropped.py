@@ -218,7 +218,7 @@ def cmd_show(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     item = log.item(entry)
-    other, source, note = copied_page(uri, entry.duplicate_of, log)
+    other, source, note = copied_page(uri, entry.nearest, log)  # the page it was matched with
     if args.json:
         print(json.dumps({
             "entry": entry.to_dict(), "verdict": entry.verdict,
@@ -233,7 +233,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     state = entry.state + (f" at {_time(entry.restored_at or '')}" if entry.state == "restored" else "")
     print(f"state      {state} (log line {entry.line}" + (f", dropped {entry.drops} times)" if entry.drops > 1 else ")"))
     print(f"dropped    {_time(entry.time)} UTC")
-    print(f"verdict    {entry.status} by rule {entry.rule}; copy of {entry.duplicate_of or '-'}")
+    print(f"verdict    {entry.status} by rule {entry.rule}; copy of {entry.duplicate_of or '-'}"
+          + (f" (matched with {entry.nearest}, itself a copy of it)" if entry.nearest != entry.duplicate_of else ""))
+    if entry.seen:
+        print(f"seen again {entry.seen} time(s) unchanged since, last at {_time(entry.seen_at or '')} UTC")
     if reason(v):
         print(f"why        {reason(v)}")
     scores = {k: val for k, val in (v.get("scores") or {}).items() if k != "pruned_by" or val}
@@ -251,9 +254,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"algorithm  {v.get('algorithm', '-')}  reference {v.get('reference', '-')}  candidates {v.get('candidates', '-')}")
     _print_page(f"dropped page (from the log, line {entry.line})", item, width)
     if other is not None:
-        _print_page(f"the page it copies (from the {source})" + (f"; {note}" if note else ""), other, width)
+        _print_page(f"the page it was matched with (from the {source})" + (f"; {note}" if note else ""), other, width)
     else:
-        print(f"\n== the page it copies: {entry.duplicate_of or '-'}\n({note})")
+        print(f"\n== the page it was matched with: {entry.nearest or '-'}\n({note})")
     return 0
 
 
@@ -292,8 +295,10 @@ def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any]) -> int:
                          indent=1, ensure_ascii=False))
         return 0
     status = v.get("status", "-")
+    nearest = v.get("nearest") or v.get("duplicate_of")
     print(f"{doc.get('url')} was not dropped: it is kept in {uri}, "
-          + (f"flagged {status} of {v.get('duplicate_of')}" if v.get("duplicate_of") else f"as {status}"))
+          + (f"flagged {status} of {v.get('duplicate_of')}" if v.get("duplicate_of") else f"as {status}")
+          + (f" (matched with {nearest}, itself a copy of it)" if nearest != v.get("duplicate_of") else ""))
     if reason(v):
         print(f"why        {reason(v)}")
     if v.get("thresholds") and v.get("duplicate_of"):
