@@ -2,6 +2,7 @@
 input limits cut oversized pages before the expensive work and say so in the verdict."""
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import time
@@ -104,6 +105,9 @@ _fragment = st.one_of(
 _seed = PAGES["malformed"][0] + PAGES["cyrillic"][0][:300]
 
 
+_example = itertools.count()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(pieces=st.lists(_fragment, max_size=30), raw=st.binary(max_size=200), cut=st.integers(0, len(_seed)),
@@ -112,7 +116,8 @@ _seed = PAGES["malformed"][0] + PAGES["cyrillic"][0][:300]
 def test_fuzz_html_to_verdict(dedup, pieces, raw, cut, as_bytes, ctype):
     html = "".join(pieces)
     body = (html.encode("utf-8", "surrogatepass") + raw + _seed[:cut]) if as_bytes else html
-    page, verdict = dedup.process_html(body, "http://fuzz.example/p", content_type=ctype)
+    # a URL each: one URL holds one record, and a page fetched again at a URL is a refetch or an update
+    page, verdict = dedup.process_html(body, f"http://fuzz.example/p{next(_example)}", content_type=ctype)
     assert verdict.status in STATUSES
     assert isinstance(page.text, str)
     if not page.text.strip():
