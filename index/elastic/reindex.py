@@ -35,11 +35,23 @@ expiry or a restarted server is reopened at the last position.  When the budget 
 stops with one line (:class:`~.connect.IndexUnavailable`); nothing is decided wrongly, and the
 next run continues.
 
+**Updates.**  A finished job run again with ``update`` brings the destination up to date with the
+source: it reads the whole source again in keep-rule order; a document whose ``_source`` is what it
+was decided from (a hash of it is kept per source ``_id`` in the work state, with the body key of
+:attr:`dedup.sources.Source.body_key`) is skipped without parsing; a document added since is
+decided as in a first run; a changed document is decided again as an *update* of its own record
+(:meth:`Deduplicator.process`, so it is never a copy of its older version): its destination
+document is overwritten with the new verdict, or deleted and logged when it is dropped now (a
+``kept`` event when it was dropped before and is kept now), and its record in ``DEST-dedup``
+replaced (one record per URL there too).  A document whose body is unchanged but whose other
+fields changed keeps its verdict and gets its new ``_source`` in the destination.  An update is
+resumable as a first run is.  Not with ``slices`` (refused).
+
 **Reruns.**  A destination whose marker names another run (another work folder), or an existing
-index without the marker, is refused unless ``force``; a second process on the same work folder
-is refused by the local index's lock.  ``dry_run`` decides every document in a temporary folder
-and writes nothing.  :meth:`Reindex.check` compares the destination, ``DEST-dedup`` and the
-dropped log with the work folder.
+index without the marker, is refused unless ``force``; a finished job run again without ``update``
+is refused; a second process on the same work folder is refused by the local index's lock.
+``dry_run`` decides every document in a temporary folder and writes nothing.  :meth:`Reindex.check`
+compares the destination, ``DEST-dedup`` and the dropped log with the work folder.
 """
 from __future__ import annotations
 
@@ -54,7 +66,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import append_events, drop_line, iso_now
+from dedup.droplog import KEPT, append_events, drop_line, iso_now, iter_lines
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
@@ -76,6 +88,15 @@ _TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text,
 _ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
 _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
+
+
+def source_key(source: dict[str, Any]) -> str:
+    """A 64-bit hash of a source document's whole ``_source`` (16 hex digits): an update skips a document
+    whose key is the one it was decided with."""
+    import xxhash
+
+    return xxhash.xxh3_64_hexdigest(json.dumps(source, sort_keys=True, ensure_ascii=False, default=str,
+                                               separators=(",", ":")).encode("utf-8", "surrogatepass"))
 
 
 def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, Any]]:
@@ -143,6 +164,11 @@ class ReindexReport:
     #: the final pass of a sliced reindex: kept documents parsed again (no query features handed over
     #: by their slice, and a candidate to compare)
     reparsed: int = 0
+    #: an update (``--update``): documents of earlier runs skipped unchanged, decided again (their source
+    #: changed) and documents added since, in this run
+    unchanged: int = 0
+    updated: int = 0
+    added: int = 0
     #: a slice: kept pages whose query features it handed to the final pass, and their JSON bytes;
     #: the final pass: kept documents decided from them
     handed_over: int = 0
@@ -156,16 +182,29 @@ class ReindexReport:
 
 
 class _Capture:
-    """The local index, remembering the record a decision added (to store its ids with it)."""
+    """The local index, remembering the record a decision added (to store its ids with it).  While
+    ``own`` is set, ``(url, record)``, the record of ``url`` is that one: an update is decided
+    against its own older record, whatever other document of the corpus shares its URL."""
 
     def __init__(self, index: Any) -> None:
         self.index = index
         self.added: list[Record] = []
+        self.own: tuple[str, Record | None] | None = None
 
     def add(self, record: Record) -> int:
         rid = self.index.add(record)
         self.added.append(record)
         return rid
+
+    def replace(self, record_id: int, record: Record) -> int:
+        rid = self.index.replace(record_id, record)
+        self.added.append(record)
+        return rid
+
+    def by_url(self, url: str) -> Record | None:
+        if self.own is not None and self.own[0] == url:
+            return self.own[1]
+        return self.index.by_url(url)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.index, name)
@@ -185,7 +224,7 @@ class Reindex:
                  checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
                  batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
                  workers: int = 1, slices: int = 1, slice_id: int | None = None, merge: bool = False,
-                 dry_run: bool = False, force: bool = False, alias: str | None = None,
+                 dry_run: bool = False, force: bool = False, alias: str | None = None, update: bool = False,
                  es_options: dict[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
                  on_decided: Callable[[int], None] | None = None) -> None:
         if batch_size < 1:
@@ -206,6 +245,13 @@ class Reindex:
             raise ValueError(f"--slice {slice_id} needs --slices N > {slice_id}")
         if slices > 1 and not merge and alias:
             raise ValueError("--alias belongs to the final pass (--merge): a slice alone is not the whole corpus")
+        if update and slices > 1:
+            raise ValueError("--update is not supported with --slices: a sliced reindex is run once (update its "
+                             "destination with an unsliced reindex into a new one)")
+        if update and dry_run:
+            raise ValueError("--dry-run decides the whole corpus afresh in a temporary folder: it does not preview "
+                             "an --update (run --update; its report says what changed)")
+        self.update = update
         self.slices, self.slice_id, self.merging = slices, (slice_id or 0) if slices > 1 else None, merge
         if not text_field and not html_field:
             raise ValueError("name the source's main-text field (--text-field) or HTML field (--html-field)")
@@ -274,7 +320,7 @@ class Reindex:
         try:
             self._check_identity(state)
             report = ReindexReport(dry_run=self.dry_run)
-            report.resumed_from = state.counts()[0]
+            report.resumed_from = state.counts()[0] if (state.get("pass") or 1) == 1 else 0
             self._remove_orphans(local, state)
             sink = None if self.dry_run else _Sink(self, src, src_name, state, local)
             try:
@@ -329,8 +375,13 @@ class Reindex:
             raise ValueError(f"work folder {self.work_dir} belongs to another reindex ({held}); delete it or "
                              "pass another --work-dir")
         elif state.get("finished"):
-            raise ValueError(f"work folder {self.work_dir} says this reindex finished already; delete it (and "
-                             f"{self.checkpoint}) to run again into a new destination")
+            if not self.update:
+                raise ValueError(f"work folder {self.work_dir} says this reindex finished already; run it with "
+                                 f"--update to bring the destination up to date with the source, or delete it (and "
+                                 f"{self.checkpoint}) to run again into a new destination")
+            run = (state.get("pass") or 1) + 1
+            state.set(finished=False, search_after=None, **{"pass": run})
+            log.warning("Updating the destination from %s: run %d over the source", self.work_dir, run)
         elif state.counts()[0]:
             log.warning("Resuming reindex from %s: %d documents decided", self.work_dir, state.counts()[0])
 
@@ -338,9 +389,23 @@ class Reindex:
         """A record the local index committed for a document whose decision was not: remove it,
         so that document is decided again from the state it was first decided in."""
         top = state.max_record_id()
+        removed = []
         for record in local.get(range(top + 1, top + 4)):
             log.info("Removing record %d (%s): its decision was not committed", record.id, record.url)
             local.remove(record.id)
+            removed.append(record.id)
+        if removed:  # the next record's id is above these: a later orphan is looked for from there
+            state.set(record_hw=max(removed))
+        intent = state.get("intent")
+        if intent:  # an update replaced or removed a document's record, and its decision was not committed
+            own = intent.get("own")
+            if own and not local.get([int(own["id"])]):
+                rid = local.add(Record.from_dict(own))
+                log.info("Putting back record %s of %s as %d: its update was not committed", own["id"],
+                         own["url"], rid)
+                state.moved(intent["sid"], rid)
+            else:
+                state.set(intent=None)
 
     def _loop(self, src: Retrying, src_name: str, local: Any, state: WorkState, sink: "_Sink | None",
               report: ReindexReport, total: int) -> None:
@@ -348,35 +413,146 @@ class Reindex:
         # with worker processes, this one featurizes only a document a worker failed on (as a crawl's)
         decider = Deduplicator(capture, self.config,
                                featurizer=LazyFeaturizer(self.config) if self.workers > 1 else None)
+        updating = (state.get("pass") or 1) > 1  # an update: every document is read again
+        make = self._page_maker()
         done = report.resumed_from
         if self.progress:
             self.progress(done, total)
-        todo = ((hit, sort) for hit, sort in self._read(src, src_name, state.get("search_after"))
-                if not state.decided(str(hit["_id"])))  # read again after a resume: decided before
-        for hit, sort, page, features in self._featured(todo, decider):
+        known: dict[str, tuple[Any, str, str]] = {}  # source id -> (its earlier decision, body key, source key)
+        logged: dict[str, str] = {}
+
+        def logged_source(sid: str) -> str | None:
+            """The source key of the ``_source`` in ``sid``'s latest drop line (read once, when first asked)."""
+            if not logged:
+                logged.update(self._logged_sources() or {"": ""})
+            return logged.get(sid)
+
+        def todo() -> Iterator[tuple[dict[str, Any], list[Any]]]:
+            nonlocal done
+            for hit, sort in self._read(src, src_name, state.get("search_after")):
+                sid = str(hit["_id"])
+                row = state.doc(sid)
+                if row is not None and row[4] is None and not updating:
+                    continue  # read again after a resume: decided before (by a version keeping no keys)
+                skey = source_key(hit["_source"])
+                body = None if row is not None and row[5] == skey else make.source(hit).body_key
+                if row is not None and row[4] is None and not row[1] and logged_source(sid) == skey:
+                    # dropped by a version keeping no keys: its drop line holds the _source it was decided on
+                    state.set_keys(sid, source_key=skey, body=body)
+                    body = None
+                if row is not None and body in (None, row[4]):
+                    if body is None:  # unchanged since it was decided: nothing to do, nothing to write
+                        report.unchanged += updating
+                    else:  # the same page, other fields changed
+                        self._refresh(hit, row, skey, state, sink)
+                        report.updated += 1
+                    if updating:
+                        done += 1
+                        if self.progress:
+                            self.progress(done, max(total, done))
+                    continue
+                known[sid] = (row, body, skey)
+                yield hit, sort
+
+        for hit, sort, page, features in self._featured(todo(), decider):
             sid = str(hit["_id"])
+            row, body, skey = known.pop(sid)
             capture.added.clear()
-            verdict = self._decide(hit, page, features, decider)
-            record = capture.added[-1] if capture.added else None
+            if row is None:
+                verdict = self._decide(hit, page, features, decider)
+                record = capture.added[-1] if capture.added else None
+                rid, ops = record.id if record else None, None
+                report.added += updating
+            else:
+                verdict, record, rid, ops = self._redecide(hit, page, features, decider, capture, row, state)
+                report.updated += 1
             es_rid = None
-            if record is not None:
+            if rid is not None and record is None:  # the record stays as it was (an unchanged text)
+                es_rid = row[3]
+            elif record is not None:
                 from .records import record_id
 
                 es_rid = record_id(record)
-            payload = self._payload(hit, verdict, page)
+            payload = self._payload(hit, verdict, page, body)
             # a slice hands its kept pages' query features to the final pass (decided without parsing):
             # serialised here once, then kept, sized and sent as this text
             handover = (handover_json(decider.query_features(page, features)) if self.slices > 1
                         and record is not None and page is not None and not isinstance(features, str) else None)
-            state.record(sid, status=verdict.status, kept=verdict.kept, record_id=record.id if record else None,
-                         es_record_id=es_rid, payload=payload, after=sort, handover=handover)
+            state.record(sid, status=verdict.status, kept=verdict.kept, record_id=rid, es_record_id=es_rid,
+                         payload=payload, after=sort, handover=handover, body=body, source_key=skey, ops=ops)
             done += 1
             if sink is not None:
-                sink.add(sid, verdict.kept, record, payload, handover)
+                sink.add(sid, verdict.kept, record, payload, handover, ops)
             if self.on_decided:
                 self.on_decided(done)
             if self.progress:
                 self.progress(done, max(total, done))
+
+    def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,
+                  capture: _Capture, row: tuple, state: WorkState
+                  ) -> tuple[Verdict, Record | None, int | None, dict[str, Any]]:
+        """The decision on a document decided before whose page changed: an update of its own record
+        (``Deduplicator.process``, with the record of its URL being that one). Returns the verdict, the
+        record to send (None: none, or the older one unchanged), the local record id the decision names
+        and what else its sending does: ``old_record``, the Elasticsearch id of the older record to delete;
+        ``delete_doc``, the destination document to delete (dropped now); ``kept_event``, the URL whose
+        drop the log is told is over (kept now); ``keep_verdict``, the destination's verdict stays (the
+        text is unchanged: only the ``_source`` is written)."""
+        _, was_kept, own_id, own_es, _, _ = row
+        own = capture.index.get([own_id])[0] if own_id else None
+        if page is None or isinstance(features, str):  # unreadable now: reported, its older record stays
+            verdict = self._decide(hit, page, features, decider)
+            return verdict, None, own.id if own else None, {}
+        # the older record is kept in the work state until this decision is committed (a kill between
+        # the local index's change and the commit puts it back: see _remove_orphans)
+        state.set(intent={"sid": str(hit["_id"]), "own": own.to_dict() if own else None})
+        fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
+        capture.own = (page.url, own)
+        try:
+            verdict = decider.process(page, features=features, fetched_at=fetched_at)
+        finally:
+            capture.own = None
+        if verdict.refetched and own is not None and verdict.scores.get("record") == own.id:
+            # the same text (other HTML around it): the record and the destination's verdict stay
+            return verdict, None, own.id, {"keep_verdict": True}
+        if verdict.refetched:
+            # another document of the corpus with this URL holds this text: a copy of it, as a first run says
+            verdict = decider.check(page, features, own=own)
+            verdict.extraction = page.extraction
+            verdict.kept = verdict.status not in self.config.drop
+            if verdict.kept:
+                decider.add(page, features, verdict, instead_of=own, fetched_at=fetched_at)
+            elif own is not None:
+                capture.index.remove(own.id)
+        ops: dict[str, Any] = {}
+        record = capture.added[-1] if capture.added and verdict.kept else None
+        from .records import record_id
+
+        if own_es is not None and (record is None or record_id(record) != own_es):
+            ops["old_record"] = own_es
+        if not verdict.kept:
+            ops["delete_doc"] = True
+        elif not was_kept:
+            ops["kept_event"] = page.url
+        return verdict, record, record.id if record else None, ops
+
+    def _refresh(self, hit: dict[str, Any], row: tuple, skey: str, state: WorkState, sink: "_Sink | None") -> None:
+        """A document whose page is unchanged but whose other fields changed: a kept one gets its new
+        ``_source`` with the verdict it has in the destination; a dropped one stays out (its keys are kept).
+        The read position is not committed: documents read before it may still be undecided."""
+        sid = str(hit["_id"])
+        status, kept, rid, es_rid, body, _ = row
+        if not kept:
+            state.set_keys(sid, source_key=skey)
+            return
+        # the verdict the destination holds is read when it is sent; this one stands in when it lacks it
+        payload = {**hit["_source"], "dedup": {"status": status, "duplicate_of": None,
+                                               "rule": "replay_of_recorded_page", "refetched": True}}
+        ops = {"keep_verdict": True}
+        state.record(sid, status=status, kept=True, record_id=rid, es_record_id=es_rid, payload=payload, after=None,
+                     body=body, source_key=skey, ops=ops)
+        if sink is not None:
+            sink.add(sid, True, None, payload, None, ops)
 
     def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
                   ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
@@ -479,7 +655,8 @@ class Reindex:
     def _page_maker(self) -> PageMaker:
         return PageMaker(self.url_source, self.html_field, self.text_field, self.title_field, self.config)
 
-    def _payload(self, hit: dict[str, Any], verdict: Verdict, page: Page | None) -> dict[str, Any]:
+    def _payload(self, hit: dict[str, Any], verdict: Verdict, page: Page | None,
+                 body: str | None = None) -> dict[str, Any]:
         """What the cluster (kept) or the dropped log (dropped) gets for this decision."""
         source = hit["_source"]
         if verdict.kept:
@@ -489,7 +666,8 @@ class Reindex:
         url = page.url if page else str(hit["_id"])
         item = {"id": hit["_id"], "url": url, "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
                 "source_index": self.source_uri, "source": source}
-        return drop_line(verdict.to_dict(), item, page, index=self.dest_uri)
+        # the body key: a drop line is known by (source id, body) when a resend asks whether it is logged
+        return drop_line(verdict.to_dict(), item, page, index=self.dest_uri, body=body)
 
     # -- checks ---------------------------------------------------------------------------------------
     def _identity(self) -> dict[str, Any]:
@@ -626,8 +804,31 @@ class Reindex:
 
     def _log_states(self) -> tuple[set[str], set[str]]:
         """``(dropped, restored)`` source ids of this reindex in the dropped log, read line by line
-        (append-only: a later ``restored`` event of a URL restores the latest drop of it)."""
+        (append-only: a later ``restored`` event of a URL restores the latest drop of it, a ``kept``
+        event says an update kept it)."""
+        state, _ = self._read_log()
+        return ({s for s, v in state.items() if v == "dropped"}, {s for s, v in state.items() if v == "restored"})
+
+    def _logged_lines(self) -> tuple[set[tuple[str, str | None]], set[str]]:
+        """``(source id, body key)`` of this reindex's drop lines in the dropped log, and the source ids
+        whose latest line is a ``kept`` event: what a resend must not log again."""
+        state, lines = self._read_log()
+        return lines, {s for s, v in state.items() if v == KEPT}
+
+    def _logged_sources(self) -> dict[str, str]:
+        """Source id -> :func:`source_key` of the ``_source`` its latest drop line in the dropped log holds."""
+        out: dict[str, str] = {}
+        if self.dropped_log.exists():
+            for _, _, entry, _ in iter_lines(self.dropped_log):
+                item = (entry or {}).get("item")
+                if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item \
+                        and isinstance(item.get("source"), dict):
+                    out[str(item["id"])] = source_key(item["source"])
+        return out
+
+    def _read_log(self) -> tuple[dict[str, str], set[tuple[str, str | None]]]:
         state: dict[str, str] = {}
+        lines: set[tuple[str, str | None]] = set()
         url_ids: dict[str, str] = {}
         if self.dropped_log.exists():
             with self.dropped_log.open(encoding="utf-8") as f:
@@ -642,9 +843,10 @@ class Reindex:
                     if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
                         sid = str(item["id"])
                         state[sid], url_ids[str(entry.get("url"))] = "dropped", sid
-                    elif entry.get("event") == "restored" and str(entry.get("url")) in url_ids:
-                        state[url_ids[str(entry["url"])]] = "restored"
-        return ({s for s, v in state.items() if v == "dropped"}, {s for s, v in state.items() if v == "restored"})
+                        lines.add((sid, entry.get("body")))
+                    elif entry.get("event") in ("restored", KEPT) and str(entry.get("url")) in url_ids:
+                        state[url_ids[str(entry["url"])]] = entry["event"]
+        return state, lines
 
 
 class _Counting(Retrying):
@@ -695,9 +897,13 @@ class _Sink:
         self.kept: list[tuple[str, dict[str, Any], Record | None]] = []
         self.handover: dict[str, str] = {}  # source id -> query features (JSON text), with the kept
         self.dropped: list[tuple[str, dict[str, Any]]] = []
+        self.ops: dict[str, dict[str, Any]] = {}  # source id -> what else sending its decision does (updates)
         self.pending_bytes = 0
         self.sent_any = False
-        self.logged: set[str] | None = None  # source ids already in the dropped log, while resending
+        # while resending: (source id, body key) of the drop lines already in the dropped log, and the
+        # source ids whose latest word there is a `kept` event
+        self.logged: set[tuple[str, str | None]] | None = None
+        self.kept_logged: set[str] = set()
 
     # -- set-up and the rerun guard -------------------------------------------------------------------
     def _open_dest(self, src: Retrying, src_name: str) -> None:
@@ -783,20 +989,24 @@ class _Sink:
         rows = list(self.state.unsent())
         if not rows:
             return 0
-        self.logged = self.job._logged_ids()
-        records = {r.id: r for r in self.local.get([rid for _, _, rid, _ in rows if rid])}
+        self.logged, self.kept_logged = self.job._logged_lines()
+        records = {r.id: r for r in self.local.get([rid for _, _, rid, _, ops in rows if rid and not
+                                                    ops.get("keep_verdict")])}
         handovers = self.state.handovers()
-        for sid, kept, rid, payload in rows:
-            self.add(sid, kept, records.get(rid) if rid else None, payload, handovers.get(sid))
+        for sid, kept, rid, payload, ops in rows:
+            self.add(sid, kept, records.get(rid) if rid else None, payload, handovers.get(sid), ops)
         self.flush()
-        self.logged = None
+        self.logged, self.kept_logged = None, set()
         log.warning("Resent %d decisions the interrupted run had not written", len(rows))
         return len(rows)
 
     def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any],
-            handover: str | None = None) -> None:
-        """One decision to send; ``handover``: a kept page's query features as JSON text (a slice's)."""
+            handover: str | None = None, ops: dict[str, Any] | None = None) -> None:
+        """One decision to send; ``handover``: a kept page's query features as JSON text (a slice's);
+        ``ops``: an update's other writes (:meth:`Reindex._redecide` says which)."""
         size = len(json.dumps(payload, default=str))
+        if ops:
+            self.ops[sid] = ops
         if kept:
             self.kept.append((sid, payload, record))
             if handover is not None and self.features:
@@ -811,8 +1021,13 @@ class _Sink:
     def flush(self) -> None:
         if not self.kept and not self.dropped:
             return
+        ops = self.ops
+        self._keep_verdicts([payload for sid, payload, _ in self.kept if ops.get(sid, {}).get("keep_verdict")],
+                            [sid for sid, _, _ in self.kept if ops.get(sid, {}).get("keep_verdict")])
         docs = [{"_op_type": "index", "_index": self.name, "_id": sid, "_source": payload}
                 for sid, payload, _ in self.kept]
+        docs += [{"_op_type": "delete", "_index": self.name, "_id": sid}  # an update dropped it
+                 for sid, _ in self.dropped if ops.get(sid, {}).get("delete_doc")]
         from .records import record_actions
 
         kept_records = [(sid, r) for sid, _, r in self.kept if r is not None]
@@ -821,6 +1036,11 @@ class _Sink:
             for sid, r in kept_records:  # the final pass finds a document's record by its source id
                 r.extra["source_id"] = sid
         records = record_actions(self.records, [r for _, r in kept_records], claim=sliced)
+        # an updated document's older record goes (one record per URL); an id written in this batch is
+        # not deleted: within one run over the source, a delete of an id always comes before its write
+        written = {a["_id"] for a in records}
+        records += [{"_op_type": "delete", "_index": self.records.name, "_id": str(o["old_record"])}
+                    for o in ops.values() if o.get("old_record") and str(o["old_record"]) not in written]
         self._bulk(docs, f"write {len(docs)} documents to {self.name}")
         conflicts = self._bulk(records, f"write {len(records)} dedup records to {self.records.name}",
                                conflicts=sliced)
@@ -832,16 +1052,33 @@ class _Sink:
             self._bulk(handed, f"hand {len(handed)} pages' query features to the final pass ({self.features})")
             self.handed_over += len(handed)
             self.handover_bytes += sum(len(a["_source"]) for a in handed)
-        if self.dropped:
+        events = [{"event": KEPT, "url": ops[sid]["kept_event"], "time": iso_now(),
+                   "status": payload["dedup"]["status"]}
+                  for sid, payload, _ in self.kept
+                  if ops.get(sid, {}).get("kept_event") and sid not in self.kept_logged]
+        if self.dropped or events:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()
-            append_events(self.job.dropped_log, [line for sid, line in self.dropped
-                                                 if self.logged is None or sid not in self.logged])
+            append_events(self.job.dropped_log, [line for sid, line in self.dropped if self.logged is None
+                                                 or (sid, line.get("body")) not in self.logged] + events)
         self.state.mark_sent([sid for sid, *_ in self.kept] + [sid for sid, _ in self.dropped])
         self.job._save_checkpoint(self.state)
-        self.kept, self.dropped, self.pending_bytes, self.handover = [], [], 0, {}
+        self.kept, self.dropped, self.pending_bytes, self.handover, self.ops = [], [], 0, {}, {}
         self.sent_any = True
         self.created = []  # the destination holds this run's documents now: never removed
+
+    def _keep_verdicts(self, payloads: list[dict[str, Any]], sids: list[str]) -> None:
+        """Documents whose text is unchanged keep the verdict the destination holds (one ``mget``);
+        the payload's own verdict stands in for one the destination lacks."""
+        if not sids:
+            return
+        got = self.es.call("read the verdicts of unchanged texts", self.es.client.mget, index=self.name, ids=sids,
+                           source_includes=["dedup"])
+        held = {d["_id"]: d["_source"]["dedup"] for d in got["docs"]
+                if d.get("found") and isinstance((d.get("_source") or {}).get("dedup"), dict)}
+        for sid, payload in zip(sids, payloads):
+            if sid in held:
+                payload["dedup"] = held[sid]
 
     def _contested(self, conflicts: list[dict[str, Any]], by_sid: dict[str, Record]) -> None:
         """Content claims refused with 409: a claim this slice wrote before an interruption is
@@ -898,6 +1135,8 @@ class _Sink:
                         raise_on_error=False, raise_on_exception=True, max_retries=0), todo):
                     if not ok:
                         info = next(iter(item.values()))
+                        if action["_op_type"] == "delete" and int(info.get("status", 0)) == 404:
+                            continue  # deleted already (a resend, or a document never written)
                         failed.append((action, int(info.get("status", 0)), str(info.get("error", ""))[:200]))
 
             self.es.call(what, send)

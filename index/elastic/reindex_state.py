@@ -10,8 +10,16 @@ them by source ``_id``) and which decisions are not yet in the cluster (it sends
 every write is keyed, so a repeat overwrites).
 
 The one gap SQLite cannot close is between the local index committing a record and this file
-committing the decision: a record whose id is above every decided record is such an orphan, and
-:meth:`WorkState.orphans` names it so the job removes it before deciding that document again.
+committing the decision: a record whose id is above every record a decision named (the ``record_hw``
+high-water mark, or the largest ``record_id``) is such an orphan, and the job removes it before
+deciding that document again.  An update (``--update``: a document decided in an earlier run whose
+source changed since) may also replace or remove the document's older record before its decision is
+committed: the older record is kept in ``meta`` (``intent``) until then, so the job puts it back.
+
+Each decision keeps the keys of what it was made from: ``body`` (:attr:`dedup.sources.Source.body_key`,
+what the page is parsed from) and ``source_key`` (a hash of the whole ``_source``), so that an update
+skips an unchanged document without parsing it.  A work folder of an earlier version (no such columns)
+is opened and given them (empty: its first update decides every document again).
 """
 from __future__ import annotations
 
@@ -32,14 +40,18 @@ CREATE TABLE IF NOT EXISTS docs (
     kept INTEGER NOT NULL,
     record_id INTEGER,
     es_record_id INTEGER,
-    sent INTEGER NOT NULL DEFAULT 0
+    sent INTEGER NOT NULL DEFAULT 0,
+    body TEXT,
+    source_key TEXT
 );
 CREATE INDEX IF NOT EXISTS docs_seq ON docs(seq);
 -- the payloads not yet acknowledged by the cluster, apart: the decisions table stays small to scan
-CREATE TABLE IF NOT EXISTS pending (source_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pending (source_id TEXT PRIMARY KEY, payload TEXT NOT NULL, ops TEXT);
 -- a slice's kept page's query features for the final pass (index/elastic/reindex_slices.py), until sent
 CREATE TABLE IF NOT EXISTS handover (source_id TEXT PRIMARY KEY, features TEXT NOT NULL);
 """
+#: columns added since the first version of the schema (``ALTER TABLE`` on an older work folder)
+_ADDED = (("docs", "body"), ("docs", "source_key"), ("pending", "ops"))
 
 
 class WorkState:
@@ -53,6 +65,10 @@ class WorkState:
         self.db.execute("PRAGMA synchronous=NORMAL")  # survives a killed process, as the local index
         with self.db:
             self.db.executescript(_SCHEMA)
+            for table, column in _ADDED:  # a work folder of an earlier version
+                have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
     # -- identity ------------------------------------------------------------------------------------
     def get(self, key: str) -> Any:
@@ -79,20 +95,52 @@ class WorkState:
     def decided(self, source_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM docs WHERE source_id = ?", (source_id,)).fetchone() is not None
 
+    def doc(self, source_id: str) -> tuple[str, bool, int | None, int | None, str | None, str | None] | None:
+        """``(status, kept, local record id, Elasticsearch record id, body key, source key)`` of the
+        decision on ``source_id``, or None."""
+        row = self.db.execute("SELECT status, kept, record_id, es_record_id, body, source_key FROM docs "
+                              "WHERE source_id = ?", (source_id,)).fetchone()
+        return None if row is None else (row[0], bool(row[1]), row[2], row[3], row[4], row[5])
+
     def record(self, source_id: str, *, status: str, kept: bool, record_id: int | None, es_record_id: int | None,
-               payload: dict[str, Any], after: list[Any] | None, handover: str | None = None) -> None:
+               payload: dict[str, Any], after: list[Any] | None, handover: str | None = None,
+               body: str | None = None, source_key: str | None = None, ops: dict[str, Any] | None = None) -> None:
         """One decision and the read position reached, in one transaction (with ``handover``, a
-        slice's query features of the page as JSON text, kept as they are until sent, as the payload is)."""
+        slice's query features of the page as JSON text, kept as they are until sent, as the payload is).
+        A decision on a document decided before (an update) takes its place; ``ops``: what else its
+        sending does (see :class:`index.elastic.reindex._Sink`). The update's ``intent`` ends here."""
         with self.db:
             seq = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM docs").fetchone()[0]
-            self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id) "
-                            "VALUES (?,?,?,?,?,?)", (source_id, seq, status, int(kept), record_id, es_record_id))
-            self.db.execute("INSERT INTO pending(source_id, payload) VALUES (?, ?)",
-                            (source_id, json.dumps(payload, ensure_ascii=False, default=str)))
+            self.db.execute("INSERT INTO docs(source_id, seq, status, kept, record_id, es_record_id, body, source_key) "
+                            "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(source_id) DO UPDATE SET seq = excluded.seq, "
+                            "status = excluded.status, kept = excluded.kept, record_id = excluded.record_id, "
+                            "es_record_id = excluded.es_record_id, sent = 0, body = excluded.body, "
+                            "source_key = excluded.source_key",
+                            (source_id, seq, status, int(kept), record_id, es_record_id, body, source_key))
+            self.db.execute("INSERT OR REPLACE INTO pending(source_id, payload, ops) VALUES (?, ?, ?)",
+                            (source_id, json.dumps(payload, ensure_ascii=False, default=str),
+                             json.dumps(ops) if ops else None))
             if handover is not None:
                 self.db.execute("INSERT INTO handover(source_id, features) VALUES (?, ?)", (source_id, handover))
             if after is not None:
                 self._set({"search_after": after})
+            if record_id is not None and record_id > (self.get("record_hw") or 0):
+                self._set({"record_hw": record_id})
+            self.db.execute("DELETE FROM meta WHERE key = 'intent'")
+
+    def set_keys(self, source_id: str, *, source_key: str, body: str | None = None) -> None:
+        """A document whose verdict and writes stay as they are (dropped, its body unchanged) has these keys."""
+        with self.db:
+            self.db.execute("UPDATE docs SET source_key = ?, body = coalesce(?, body) WHERE source_id = ?",
+                            (source_key, body, source_id))
+
+    def moved(self, source_id: str, record_id: int) -> None:
+        """The decision's local record was put back under a new id (an interrupted update); the intent ends."""
+        with self.db:
+            self.db.execute("UPDATE docs SET record_id = ? WHERE source_id = ?", (record_id, source_id))
+            if record_id > (self.get("record_hw") or 0):
+                self._set({"record_hw": record_id})
+            self.db.execute("DELETE FROM meta WHERE key = 'intent'")
 
     def mark_sent(self, source_ids: Iterable[str]) -> None:
         rows = [(s,) for s in source_ids]
@@ -107,12 +155,12 @@ class WorkState:
             self.db.executemany("UPDATE docs SET es_record_id = ? WHERE source_id = ?",
                                 [(rid, sid) for sid, rid in ids.items()])
 
-    def unsent(self) -> Iterator[tuple[str, bool, int | None, dict[str, Any]]]:
-        """``(source id, kept, local record id, payload)`` of the decisions not yet in the cluster."""
-        rows = self.db.execute("SELECT d.source_id, d.kept, d.record_id, p.payload FROM pending p JOIN docs d "
+    def unsent(self) -> Iterator[tuple[str, bool, int | None, dict[str, Any], dict[str, Any]]]:
+        """``(source id, kept, local record id, payload, ops)`` of the decisions not yet in the cluster."""
+        rows = self.db.execute("SELECT d.source_id, d.kept, d.record_id, p.payload, p.ops FROM pending p JOIN docs d "
                                "USING (source_id) ORDER BY d.seq").fetchall()
-        for sid, kept, rid, payload in rows:
-            yield sid, bool(kept), rid, json.loads(payload)
+        for sid, kept, rid, payload, ops in rows:
+            yield sid, bool(kept), rid, json.loads(payload), json.loads(ops) if ops else {}
 
     def handovers(self) -> dict[str, str]:
         """Source id -> query features (JSON text, as recorded) of the kept decisions not yet in the
@@ -120,7 +168,9 @@ class WorkState:
         return dict(self.db.execute("SELECT source_id, features FROM handover").fetchall())
 
     def max_record_id(self) -> int:
-        return self.db.execute("SELECT coalesce(max(record_id), 0) FROM docs").fetchone()[0]
+        """The largest local record id a committed decision named (or an orphan removal passed)."""
+        top = self.db.execute("SELECT coalesce(max(record_id), 0) FROM docs").fetchone()[0]
+        return max(top, self.get("record_hw") or 0)
 
     def counts(self) -> tuple[int, int, int, dict[str, int]]:
         """``(processed, kept, flagged, statuses)``."""

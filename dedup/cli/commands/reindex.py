@@ -54,7 +54,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
                   checkpoint=args.checkpoint, work_dir=args.work_dir, batch_size=args.batch_size,
                   read_size=args.read_size, workers=args.workers, slices=args.slices, slice_id=args.slice,
                   merge=args.merge,
-                  dry_run=args.dry_run, force=args.force, alias=args.alias, es_options=es_options, progress=show)
+                  dry_run=args.dry_run, force=args.force, alias=args.alias, update=args.update, es_options=es_options,
+                  progress=show)
     try:
         if args.check:
             return _check(job, args)
@@ -79,6 +80,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
           + f": {what} {report.kept} ({report.flagged} flagged), dropped {report.dropped}, errors {report.errors}")
     for status, n in sorted(report.statuses.items()):
         print(f"  {status:<16} {n}")
+    if report.unchanged or report.updated or report.added:
+        print(f"update: {report.unchanged} unchanged, {report.updated} changed and decided again, "
+              f"{report.added} added")
     print(f"{report.requests} requests to Elasticsearch")
     if job.merging:
         print(f"final pass: {report.handed_over} decided from the query features the slices handed over, "
@@ -141,6 +145,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "across slices, near copies across slices flagged)")
     p.add_argument("--dry-run", action="store_true", help="decide everything in a temporary folder, write nothing")
     p.add_argument("--force", action="store_true", help="write into a destination another run (or no reindex) filled")
+    p.add_argument("--update", action="store_true",
+                   help="after a finished run: read the source again and bring DEST up to date (unchanged documents "
+                        "skipped, added ones decided, changed ones decided again as updates of their own record); "
+                        "on no work folder, a first run")
     p.add_argument("--check", action="store_true",
                    help="compare DEST, DEST-dedup and the dropped log with the work folder; exit 1 when out of step")
     p.add_argument("--alias", help="at the end, point this alias at DEST (removing it from other indices)")

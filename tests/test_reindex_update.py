@@ -1,0 +1,311 @@
+"""``dedup reindex ... --update`` against the noida-db emulator (or a real cluster with DEDUP_TEST_ES_URL):
+a corpus of the sample site's pages is reindexed, some source documents are edited (a sentence added to
+a distinct page, an exact copy turned into distinct text, a distinct page turned into an exact copy of
+another) and one is added, then the same command with ``--update`` brings the destination up to date:
+one record per URL in ``DEST-dedup``, no verdict naming its own URL, the destination holding the latest
+text and verdicts, the dropped log repeating nothing, and an update with nothing changed sending
+nothing. An update killed anywhere and resumed ends as the uninterrupted update."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import Counter
+
+import pytest
+
+from conftest import ALL_PATHS, EXACT, read_jsonl
+from crawler.sample_site import manifest_key
+from dedup.cli import main
+from test_reindex import arrival, dest_docs, killed_run, make_corpus, reindex_args
+
+SENTENCE = ("The robotics team will show its harbour-cleaning drone at the spring fair, its coach said, "
+            "after a season of trials along the old quay.")
+BAKERY = ("The bakery on Mill Street will open an hour earlier from next month, its owner said, so that commuters "
+          "catching the first ferry can buy fresh bread before they leave the harbour. The owner has hired two "
+          "apprentices from the technical college and bought a second oven from a closed hotel kitchen in the "
+          "valley. Regulars asked for rye loaves on Saturdays, and the bakery says it will try them in May.")
+CHOIR = ("The town choir is looking for tenors before its winter concert in the chapel on Quarry Lane. Rehearsals "
+         "move to Thursday evenings in the school hall, where the heating was repaired last week. The conductor "
+         "said new singers need no audition, only a willingness to learn three carols in Welsh and one in Latin.")
+
+ROOF = next(g for g in EXACT if g["name"] == "library-roof")
+ROOF_KEPT = min(ROOF["paths"], key=arrival)  # --keep oldest
+ROOF_COPY = next(p for p in sorted(ROOF["paths"], key=arrival, reverse=True) if p != ROOF_KEPT)
+GROWN = "/articles/robotics-team.html"  # distinct, a sentence added
+COPIED = "/articles/mill-makerspace.html"  # distinct, turned into an exact copy of ROOF_KEPT
+ADDED = "/articles/bakery-hours.html"
+
+
+def outcome(dest: str, out) -> tuple[dict, dict]:
+    """``(kept, dropped)``: path -> (status, duplicate_of, rule) of the destination's documents, and of the
+    dropped log's entries still dropped (its lines folded per URL: the latest drop, unless a `kept` event follows)."""
+    from dedup.droplog import read_log
+
+    kept = {p: (v["status"], v["duplicate_of"], v["rule"]) for p, v in dest_docs(dest).items()}
+    dropped = {manifest_key(e.url): (e.status, e.duplicate_of, e.rule) for e in read_log(out / "dropped.jsonl").entries
+               if e.state == "dropped"}
+    return kept, dropped
+
+
+def article(title: str, text: str) -> str:
+    sentences = [s.strip() + "." for s in text.split(".") if s.strip()]
+    paragraphs = "".join(f"<p>{s}</p>" for s in sentences)
+    return (f"<html><head><title>{title}</title></head><body><nav><a href='/'>Home</a></nav>"
+            f"<article><h1>{title}</h1>{paragraphs}</article></body></html>")
+
+
+def edit_corpus(es_url: str, corpus: str) -> dict[str, str]:
+    """The edits of the module docstring, made to the source index; returns path -> the new HTML."""
+    import re
+
+    from elasticsearch import Elasticsearch
+
+    name = corpus.rsplit("/", 1)[1]
+    client = Elasticsearch(es_url)
+    try:
+        hits = client.search(index=name, size=100)["hits"]["hits"]
+        by_path = {manifest_key(h["_source"]["url"]): h for h in hits}
+        new: dict[str, str] = {}
+
+        def put(path: str, html: str) -> None:
+            hit = by_path[path]
+            client.index(index=name, id=hit["_id"], document={**hit["_source"], "html": html})
+            new[path] = html
+
+        html = by_path[GROWN]["_source"]["html"]
+        longest = max(re.findall(r"<p>(.*?)</p>", html, flags=re.S), key=len)
+        put(GROWN, html.replace(f"<p>{longest}</p>", f"<p>{longest} {SENTENCE}</p>", 1))
+        put(ROOF_COPY, article("Choir seeks tenors", CHOIR))
+        put(COPIED, by_path[ROOF_KEPT]["_source"]["html"])
+        url = by_path[GROWN]["_source"]["url"].replace(GROWN, ADDED)
+        new[ADDED] = article("Bakery hours", BAKERY)
+        client.index(index=name, id="doc999", document={
+            "url": url, "html": new[ADDED], "title": ADDED, "crawled": "2024-02-01T00:00:00Z", "site": "wrenfield"})
+        client.indices.refresh(index=name)
+        return new
+    finally:
+        client.close()
+
+
+def run(args: list[str]) -> dict:
+    """``dedup ARGS --json``: its report, and the bulk requests and documents it sent to the cluster."""
+    import contextlib
+    import io
+
+    from elasticsearch import helpers
+
+    sent = {"requests": 0, "actions": 0}
+    original = helpers.streaming_bulk
+
+    def counting(client, actions, *a, **kw):
+        actions = list(actions)
+        sent["requests"] += 1
+        sent["actions"] += len(actions)
+        return original(client, actions, *a, **kw)
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        mp.setattr(helpers, "streaming_bulk", counting)
+        assert main(args + ["--json"]) == 0
+    report = json.loads(out.getvalue())
+    report["sent"] = sent
+    return report
+
+
+def records(es_url: str, dest: str) -> list[dict]:
+    from elasticsearch import Elasticsearch
+
+    name = dest.rsplit("/", 1)[1] + "-dedup"
+    client = Elasticsearch(es_url)
+    try:
+        client.indices.refresh(index=name)
+        return [h["_source"] for h in client.search(index=name, size=1000)["hits"]["hits"]]
+    finally:
+        client.close()
+
+
+def dest_sources(es_url: str, dest: str) -> dict[str, dict]:
+    from elasticsearch import Elasticsearch
+
+    name = dest.rsplit("/", 1)[1]
+    client = Elasticsearch(es_url)
+    try:
+        client.indices.refresh(index=name)
+        return {manifest_key(h["_source"]["url"]): h["_source"]
+                for h in client.search(index=name, size=1000)["hits"]["hits"]}
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def updated(site_url, es_url, tmp_path_factory):
+    """The corpus reindexed into two destinations, then edited; the first destination brought up to date
+    by one update (then a second update with nothing changed, whose lines and outcome are kept apart)."""
+    from elasticsearch import Elasticsearch
+
+    base = tmp_path_factory.mktemp("update")
+    name = f"upd-{int(time.time() * 1000) % 10**9}"
+    corpus = make_corpus(site_url, es_url, name)
+    one, two = base / "one", base / "two"
+    one.mkdir(), two.mkdir()
+    dest_one, dest_two = f"{es_url}/{name}-one", f"{es_url}/{name}-two"
+    args_one, args_two = reindex_args(corpus, dest_one, one), reindex_args(corpus, dest_two, two)
+    assert main(args_one + ["--batch-size", "7"]) == 0
+    assert main(args_two + ["--batch-size", "5", "--update"]) == 0  # --update on no work folder: a first run
+    first = outcome(dest_one, one)
+    first_lines = read_jsonl(one / "dropped.jsonl")
+    new = edit_corpus(es_url, corpus)
+    report = run(args_one + ["--update", "--batch-size", "3"])
+    state = {"outcome": outcome(dest_one, one), "lines": read_jsonl(one / "dropped.jsonl"),
+             "docs": dest_sources(es_url, dest_one), "records": records(es_url, dest_one),
+             "check": main(args_one + ["--check"])}
+    again = run(args_one + ["--update", "--batch-size", "4"])
+    yield {"corpus": corpus, "dest": dest_one, "out": one, "args": args_one, "first": first,
+           "first_lines": first_lines, "new": new, "dest_two": dest_two, "out_two": two, "args_two": args_two,
+           "report": report, "again": again, **state}
+    client = Elasticsearch(es_url)
+    for index in (name, f"{name}-one", f"{name}-one-dedup", f"{name}-two", f"{name}-two-dedup"):
+        client.options(ignore_status=404).indices.delete(index=index)
+    client.close()
+
+
+def test_a_finished_reindex_points_to_update(updated, capsys):
+    assert main(updated["args"]) == 2
+    err = capsys.readouterr().err
+    assert "finished already" in err and "--update" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_update_brings_the_destination_up_to_date(updated):
+    new, report = updated["new"], updated["report"]
+    assert report["processed"] == len(ALL_PATHS) + 1
+    assert report["updated"] == 3 and report["unchanged"] == len(ALL_PATHS) - 3, report
+
+    kept, dropped = updated["outcome"]
+    first_kept, first_dropped = updated["first"]
+    docs = updated["docs"]
+    # the latest text and verdicts
+    assert set(kept) == (set(first_kept) | {ROOF_COPY, ADDED}) - {COPIED}
+    for path in (GROWN, ROOF_COPY, ADDED):
+        assert docs[path]["html"] == new[path]
+    assert kept[GROWN][0] == "unique" and docs[GROWN]["dedup"]["replaced"]["status"] == "unique"
+    assert kept[ROOF_COPY][0] == "unique" and docs[ROOF_COPY]["dedup"]["rule"] != "replay_of_recorded_page"
+    assert kept[ADDED][0] == "unique" and "replaced" not in docs[ADDED]["dedup"]
+    assert COPIED not in docs
+    status, dup_of, rule = dropped[COPIED]
+    assert status == "exact_duplicate" and manifest_key(dup_of) == ROOF_KEPT and rule == "content_hash"
+    for path in set(first_kept) - {GROWN, COPIED}:  # unchanged: the verdict of the first run, as it was
+        assert kept[path] == first_kept[path], path
+    # no verdict names its own URL
+    for path, doc in docs.items():
+        assert doc["dedup"]["duplicate_of"] != doc["url"] and doc["dedup"].get("nearest") != doc["url"], path
+    lines = updated["lines"]
+    for line in lines:
+        if "verdict" in line:
+            assert line["verdict"]["duplicate_of"] != line["url"]
+    # one record per URL, and a record for every kept document (none for the dropped one)
+    recs = updated["records"]
+    assert Counter(r["url"] for r in recs).most_common(1)[0][1] == 1
+    assert {manifest_key(r["url"]) for r in recs} == set(kept)
+    assert next(r for r in recs if manifest_key(r["url"]) == GROWN)["status"] == "unique"
+    # the dropped log: the first run's lines as they were, one drop line for the page dropped now, one
+    # `kept` event for the copy that became distinct; nothing logged twice
+    assert lines[:len(updated["first_lines"])] == updated["first_lines"]
+    added = lines[len(updated["first_lines"]):]
+    assert sorted((line.get("event") or "", manifest_key(line["url"])) for line in added) == [
+        ("", COPIED), ("kept", ROOF_COPY)], added
+    assert updated["check"] == 0  # --check: in step
+
+
+def test_an_update_with_nothing_changed_sends_nothing(updated):
+    again = updated["again"]
+    assert again["sent"] == {"requests": 0, "actions": 0}, again
+    assert again["updated"] == 0 and again["unchanged"] == len(ALL_PATHS) + 1
+    assert read_jsonl(updated["out"] / "dropped.jsonl") == updated["lines"]
+    assert outcome(updated["dest"], updated["out"]) == updated["outcome"]
+
+
+def test_update_killed_anywhere_and_resumed_matches_uninterrupted(updated, es_url):
+    dest, out, args = updated["dest_two"], updated["out_two"], updated["args_two"] + ["--update"]
+    killed_run("record", 2, args + ["--batch-size", "50"])  # the local index changed, the decision not committed
+    with sqlite3.connect(out / "checkpoint.work" / "state.sqlite") as db:
+        intent = json.loads(db.execute("SELECT value FROM meta WHERE key = 'intent'").fetchone()[0])
+    assert intent["own"] is not None  # killed inside the update of a kept page: its older record is put back
+    killed_run("sent", 1, args + ["--batch-size", "1"])
+    killed_run("decided", 1, args + ["--batch-size", "2"])
+    report = run(args + ["--batch-size", "3", "--workers", "2"])
+    assert report["processed"] == len(ALL_PATHS) + 1
+    assert outcome(dest, out) == updated["outcome"]
+    docs = dest_sources(es_url, dest)
+    for path, doc in updated["docs"].items():
+        a, b = dict(docs[path]["dedup"]), dict(doc["dedup"])
+        if "replaced" in b:  # the older version's record id is the local index's own
+            a["replaced"] = {k: v for k, v in a["replaced"].items() if k != "record"}
+            b["replaced"] = {k: v for k, v in b["replaced"].items() if k != "record"}
+        assert {k: v for k, v in a.items() if k != "duplicate_id"} == \
+            {k: v for k, v in b.items() if k != "duplicate_id"}, path
+    lines = read_jsonl(out / "dropped.jsonl")
+    keys = [(line.get("event"), line["url"], line.get("body")) for line in lines]
+    assert len(keys) == len(set(keys))  # nothing logged twice
+    assert Counter(r["url"] for r in records(es_url, dest)).most_common(1)[0][1] == 1
+    assert main(updated["args_two"] + ["--check"]) == 0
+
+
+def test_an_older_work_folder_opens_and_updates(updated, es_url, tmp_path):
+    """A work folder of a version that kept no keys (state.sqlite without the columns): opened, given
+    them; its first update decides the kept documents again (their texts unchanged: the same verdicts and
+    records) and knows the dropped ones from their drop lines (nothing logged again)."""
+    from index.elastic.reindex_state import WorkState
+
+    old = tmp_path / "old"
+    old.mkdir()
+    with sqlite3.connect(old / "state.sqlite") as db:  # the schema before keys and ops
+        db.executescript("""
+            CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE docs (source_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, status TEXT NOT NULL,
+                kept INTEGER NOT NULL, record_id INTEGER, es_record_id INTEGER, sent INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE pending (source_id TEXT PRIMARY KEY, payload TEXT NOT NULL);
+            INSERT INTO docs VALUES ('a', 1, 'unique', 1, 1, 77, 0);
+            INSERT INTO pending VALUES ('a', '{"url": "u"}');""")
+    state = WorkState(old)
+    assert state.doc("a") == ("unique", True, 1, 77, None, None)
+    assert list(state.unsent()) == [("a", True, 1, {"url": "u"}, {})]
+    state.record("a", status="unique", kept=True, record_id=2, es_record_id=78, payload={"url": "v"}, after=None,
+                 body="b", source_key="s", ops={"old_record": 77})
+    assert state.doc("a") == ("unique", True, 2, 78, "b", "s") and state.max_record_id() == 2
+    assert list(state.unsent()) == [("a", True, 2, {"url": "v"}, {"old_record": 77})]
+    state.close()
+
+    out = tmp_path / "out"
+    out.mkdir()
+    dest = f"{updated['dest']}-three"
+    args = reindex_args(updated["corpus"], dest, out)
+    try:
+        assert main(args) == 0
+        before, lines = outcome(dest, out), read_jsonl(out / "dropped.jsonl")
+        with sqlite3.connect(out / "checkpoint.work" / "state.sqlite") as db:
+            db.execute("UPDATE docs SET body = NULL, source_key = NULL")
+        report = run(args + ["--update"])
+        kept, dropped = before
+        assert report["updated"] == len(kept) and report["unchanged"] == len(dropped), report
+        assert outcome(dest, out) == before and read_jsonl(out / "dropped.jsonl") == lines
+        assert Counter(r["url"] for r in records(es_url, dest)).most_common(1)[0][1] == 1
+        assert main(args + ["--check"]) == 0
+        assert run(args + ["--update"])["sent"] == {"requests": 0, "actions": 0}
+    finally:
+        from elasticsearch import Elasticsearch
+
+        client = Elasticsearch(es_url)
+        for index in (dest.rsplit("/", 1)[1], dest.rsplit("/", 1)[1] + "-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()
+
+
+def test_update_is_refused_with_slices_and_dry_run(tmp_path, capsys):
+    for extra, said in ((["--slices", "2", "--slice", "0"], "--update is not supported with --slices"),
+                        (["--dry-run"], "it does not preview an --update")):
+        args = reindex_args("http://127.0.0.1:9/src", "http://127.0.0.1:9/dest", tmp_path, "--update", *extra)
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []
