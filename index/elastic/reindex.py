@@ -9,6 +9,9 @@ of a group being the one kept:
 ``oldest`` / ``newest``  by the time field, then the URL;
 ``field:NAME[:asc|desc]`` by any sortable field, then the URL.
 
+The time field is the one named (``--time-field``), else ``fetched_at``, else the source's only date
+field (a corpus with none, or several, is refused in one line saying what to pass).
+
 (A "shortest URL" rule needs a URL-length field: a script sort is not used, so the order is the
 same on every Elasticsearch-API server.)  The URL field must be sortable (``keyword``; for a
 ``text`` field with a ``keyword`` sub-field pass ``url.keyword``).
@@ -74,6 +77,9 @@ KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
 MARKER = "dedup_reindex"
 _TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text, HTML or title field may be
 _ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
+#: the time field ``oldest`` and ``newest`` sort by when none is named and the source has it
+DEFAULT_TIME_FIELD = "fetched_at"
+_DATE_TYPES = ("date", "date_nanos")
 _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
 
@@ -180,7 +186,7 @@ class Reindex:
     """
 
     def __init__(self, source: str, dest: str, *, url_field: str = "url", text_field: str | None = "text",
-                 html_field: str | None = None, title_field: str | None = "title", time_field: str = "fetched_at",
+                 html_field: str | None = None, title_field: str | None = "title", time_field: str | None = None,
                  keep: str = "oldest", config: DedupConfig | None = None, dropped_log: str | os.PathLike,
                  checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
                  batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
@@ -212,8 +218,10 @@ class Reindex:
         self.source_uri, self.dest_uri = source, dest
         self.url_field, self.url_source = url_field, url_field.removesuffix(".keyword")
         self.text_field, self.html_field, self.title_field = text_field, html_field, title_field
-        self.sort = keep_sort(keep, time_field=time_field, url_field=url_field)
-        self.time_field = time_field
+        # None: DEFAULT_TIME_FIELD, else the source's only date field (resolve_time_field, from the mapping)
+        self.time_field_named = time_field is not None
+        self.time_field = time_field or DEFAULT_TIME_FIELD
+        self.sort = keep_sort(keep, time_field=self.time_field, url_field=url_field)
         self.keep = keep
         self.config = config or DedupConfig()
         self.dropped_log = Path(dropped_log)
@@ -541,6 +549,7 @@ class Reindex:
             self.title_field = None  # the default name, absent: this corpus has no title field
         need("--title-field", self.title_field, _TEXT_TYPES, "text")
         need("--url-field", self.url_field, _SORTABLE, "sortable (keyword)")
+        self._pick_time_field(fields, name)
         for spec in self.sort[:-1]:
             key = next(iter(spec))
             need("--time-field" if self.keep in ("oldest", "newest") else "--keep", key, _SORTABLE, "sortable")
@@ -548,6 +557,31 @@ class Reindex:
             raise ValueError(f"the mapping of `{name}` has no text field to deduplicate on")
         count = int(src.call("count the source", c.count, index=name)["count"])
         return -(-count // self.slices)  # a slice's share, for the progress bar
+
+    def resolve_time_field(self, es: Retrying, index: str) -> None:
+        """:meth:`_pick_time_field` from the mapping of ``index`` (the final pass reads the destination,
+        which has the source's mapping)."""
+        if self.time_field_named or self.keep not in ("oldest", "newest"):
+            return
+        got = es.call("read the mapping", es.client.indices.get_mapping, index=index)
+        self._pick_time_field(mapping_fields(next(iter(got.values()))["mappings"]), index)
+
+    def _pick_time_field(self, fields: dict[str, str], name: str) -> None:
+        """With ``oldest``/``newest`` and no time field named: ``fetched_at`` when the mapping of ``name``
+        has it, else its only date field (said on the log), else ValueError saying what to pass."""
+        if self.time_field_named or self.keep not in ("oldest", "newest") or DEFAULT_TIME_FIELD in fields:
+            return
+        dates = sorted(f for f, t in fields.items() if t in _DATE_TYPES)
+        if len(dates) != 1:
+            sortable = ", ".join(sorted(f for f, t in fields.items() if t in _SORTABLE)) or "(none)"
+            found = f"several date fields: {', '.join(dates)}" if dates else "no date field"
+            raise ValueError(f"--keep {self.keep} needs each document's time: `{name}` has no field "
+                             f"`{DEFAULT_TIME_FIELD}` and {found}; pass --time-field NAME (sortable fields are: "
+                             f"{sortable}) or another keep rule (--keep field:NAME)")
+        self.time_field = dates[0]
+        self.sort = keep_sort(self.keep, time_field=self.time_field, url_field=self.url_field)
+        log.warning("--keep %s: by `%s`, the only date field of `%s` (no `%s`; --time-field names another)",
+                    self.keep, self.time_field, name, DEFAULT_TIME_FIELD)
 
     # -- checkpoint ------------------------------------------------------------------------------------
     def _save_checkpoint(self, state: WorkState, report: ReindexReport | None = None, finished: bool = False) -> None:

@@ -121,6 +121,7 @@ def merge(job: "Reindex") -> "ReindexReport":
             raise ValueError(f"cannot run the final pass of {name}: slice(s) {'; '.join(parts)} (of {job.slices}); "
                              "run each `--slices N --slice I` command to its end first")
         records_name = dedup_name(name)
+        job.resolve_time_field(es, name)  # the slices' keep order (the destination has the source's mapping)
         es.call("refresh the destination", es.client.indices.refresh, index=f"{name},{records_name}")
         done = registry.drops()
         rids = _record_ids(es, records_name)

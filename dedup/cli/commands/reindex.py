@@ -123,7 +123,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-field", default="text", help="main-text field (default text; '' for none)")
     p.add_argument("--html-field", help="raw-HTML field, parsed and extracted (preferred over --text-field)")
     p.add_argument("--title-field", default="title", help="title field (default title, when the mapping has one)")
-    p.add_argument("--time-field", default="fetched_at", help="time field for oldest/newest (default fetched_at)")
+    p.add_argument("--time-field", help="time field for oldest/newest (default fetched_at, else the source's only "
+                                        "date field)")
     p.add_argument("--keep", default="oldest", help="keep rule: oldest (default), newest, field:NAME[:asc|desc]")
     p.add_argument("--dropped-log", default="dropped.jsonl", help="dropped-page log (default dropped.jsonl)")
     p.add_argument("--checkpoint", help="checkpoint summary (default reindex-DEST.checkpoint.json beside the log)")
