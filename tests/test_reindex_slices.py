@@ -178,3 +178,17 @@ def test_a_final_pass_that_parses_again_reads_each_document_once(single, corpus,
         assert reads[line["item"]["id"]] == 1
     kept, _ = outcome(dest, merge_out)
     assert {p: v[:2] for p, v in kept.items()} == {p: v[:2] for p, v in outcome(*single)[0].items()}
+
+
+def test_the_final_pass_counts_what_the_destination_holds(sliced):
+    """Issue 33, item 4: the summary's flagged count is the destination's flagged documents (it printed the
+    number of verdicts the final pass changed); that number is ``changed``, and the statuses are counted."""
+    dest, _, merge_out, before, report = sliced
+    kept, _ = outcome(dest, merge_out)
+    flagged = sum(status in ("near_duplicate", "duplicate") for status, *_ in kept.values())
+    assert report["kept"] == len(kept) and report["flagged"] == flagged > 0, (report, flagged)
+    changed = sum(1 for p, v in kept.items() if before[p][:2] != v[:2])
+    assert report["changed"] == changed
+    assert report["changed"] < report["flagged"]  # most flags were the slices' own: the two counts differ here
+    assert {s: n for s, n in report["statuses"].items() if s not in ("exact_duplicate",)} == dict(
+        __import__("collections").Counter(status for status, *_ in kept.values()))

@@ -153,6 +153,8 @@ class ReindexReport:
     #: the final pass: kept documents decided from them
     handed_over: int = 0
     handover_bytes: int = 0
+    #: the final pass: kept documents whose verdict it changed (a copy of another slice's document)
+    changed: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
     alias: str | None = None

@@ -82,7 +82,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     print(f"{report.requests} requests to Elasticsearch")
     if job.merging:
         print(f"final pass: {report.handed_over} decided from the query features the slices handed over, "
-              f"{report.reparsed} parsed again")
+              f"{report.reparsed} parsed again; {report.changed} verdicts changed (copies across slices)")
     if report.dry_run:
         print("dry run: nothing was written")
     else:
