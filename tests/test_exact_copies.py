@@ -153,3 +153,22 @@ def test_a_reindex_drops_the_exact_copies_of_an_unextractable_document(es_url, t
         for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
             client.options(ignore_status=404).indices.delete(index=index)
         client.close()
+
+
+def test_trafilatura_finding_nothing_is_no_warning(caplog):
+    """Issue 33, item 5: ``WARNING trafilatura.core: discarding data: None`` interleaved with a reindex's
+    progress, once a page trafilatura reads as empty: to dedup that is an answer (the next fallback, then
+    ``unextractable``), not a fault. It is a debug record (``dedup -v`` shows it), never a warning."""
+    import logging
+
+    app = b"<html><head><title>App</title></head><body><div id='app'></div><script>render(1)</script></body></html>"
+    caplog.set_level(logging.WARNING)
+    page = parse_page(app, "http://a.example/app")
+    assert page.text == "" and page.extraction == "none"
+    assert not [r for r in caplog.records if r.name.startswith("trafilatura") and r.levelno >= logging.WARNING], \
+        caplog.text
+    caplog.clear()
+    caplog.set_level(logging.DEBUG)
+    parse_page(app, "http://a.example/app")
+    assert any(r.name == "trafilatura.core" and "discarding data" in r.getMessage() and r.levelno == logging.DEBUG
+               for r in caplog.records), caplog.text
