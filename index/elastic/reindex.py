@@ -75,6 +75,8 @@ log = logging.getLogger(__name__)
 KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
 #: the key of the destination mapping's ``_meta`` naming the run that fills it
 MARKER = "dedup_reindex"
+#: where a destination reindexed from HTML keeps each kept page's extracted main text (Reindex.extracts_text)
+EXTRACTED_TEXT = "dedup.text"
 _TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text, HTML or title field may be
 _ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
 #: the time field ``oldest`` and ``newest`` sort by when none is named and the source has it
@@ -486,6 +488,13 @@ class Reindex:
             decider.add(page, features, verdict, fetched_at=fetched_at)
         return verdict
 
+    @property
+    def extracts_text(self) -> bool:
+        """Whether the pages' text comes from HTML alone (no text field in the source): the destination then
+        keeps each kept page's extracted main text in :data:`EXTRACTED_TEXT`, which ``dedup search``
+        searches (the HTML field would match navigation and markup, and be slow to highlight)."""
+        return bool(self.html_field) and not self.text_field
+
     def _page_maker(self) -> PageMaker:
         return PageMaker(self.url_source, self.html_field, self.text_field, self.title_field, self.config)
 
@@ -493,9 +502,12 @@ class Reindex:
         """What the cluster (kept) or the dropped log (dropped) gets for this decision."""
         source = hit["_source"]
         if verdict.kept:
+            dedup = verdict.to_dict()
+            if self.extracts_text and page is not None:
+                dedup["text"] = page.text  # what dedup search searches (EXTRACTED_TEXT)
             if self.slices > 1:  # which slice decided it: a slice's --check looks at its own documents only
-                return {**source, "dedup": {**verdict.to_dict(), "slice": self.slice_id}}
-            return {**source, "dedup": verdict.to_dict()}
+                dedup["slice"] = self.slice_id
+            return {**source, "dedup": dedup}
         url = page.url if page else str(hit["_id"])
         item = {"id": hit["_id"], "url": url, "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
                 "source_index": self.source_uri, "source": source}
@@ -761,6 +773,8 @@ class _Sink:
         marker = {"run": run, "source": job.source_uri, "work_dir": str(job.work_dir.resolve()),
                   "url_field": job.url_source, "url_key": job.url_field, "text_field": job.text_field, "html_field": job.html_field,
                   "title_field": job.title_field, "started": iso_now()}
+        if job.extracts_text:  # the main text extracted from the HTML, which dedup search searches
+            marker["extracted_text_field"] = EXTRACTED_TEXT
         if job.slices > 1:  # every slice of the job writes here: the marker names the job, not one run
             marker.update(job=job.job_key(), slices=job.slices)
         if not self.es.call("check the destination", c.indices.exists, index=self.name):
@@ -787,12 +801,21 @@ class _Sink:
         self._guard(marker)
 
     def _searchable(self, mapping: dict[str, Any], settings: dict[str, Any]) -> None:
-        """Make the field the corpus keeps its text in searchable in the destination (``dedup search``
-        covers it): an HTML field is indexed through the ``html_strip`` character filter, a text field
-        left unindexed in the source is indexed.  Only top-level fields are changed."""
+        """Make the text ``dedup search`` searches searchable in the destination: of a corpus whose text
+        comes from HTML alone, the extracted main text (:data:`EXTRACTED_TEXT`, analysed as a crawl's index
+        analyses ``text``: case and accent folding, Porter stemming; the HTML field is left as the source maps
+        it); else a text field left unindexed in the source is indexed, and an HTML field beside it through the
+        ``html_strip`` character filter.  Only top-level source fields are changed."""
         job = self.job
         name = job.html_field or job.text_field
         props = mapping["properties"]
+        if job.extracts_text:
+            settings.setdefault("analysis", {}).setdefault("analyzer", {})["dedup_text"] = {
+                "type": "custom", "tokenizer": "standard", "filter": ["lowercase", "asciifolding", "porter_stem"]}
+            dedup = props["dedup"]
+            props["dedup"] = {**dedup, "properties": {**dedup["properties"],
+                                                      "text": {"type": "text", "analyzer": "dedup_text"}}}
+            return
         if not name or "." in name or name not in props:
             return
         spec = dict(props[name])

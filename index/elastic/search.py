@@ -214,6 +214,8 @@ class ElasticSearch:
             return None
         fields = {k: marker.get(f"{k}_field") for k in ("url", "text", "html", "title")}
         fields["url_key"] = marker.get("url_key") or fields["url"]
+        # the main text the reindex extracted from the HTML (a destination of an older version has none)
+        fields["extracted"] = marker.get("extracted_text_field")
         return fields
 
     def _view(self, source: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +229,8 @@ class ElasticSearch:
             doc.setdefault("title", field_value(source, f["title"]))
         if "text" not in doc or f["text"] != "text":
             text = field_value(source, f["text"]) if f["text"] else None
+            if text is None and f.get("extracted"):
+                text = field_value(source, f["extracted"])
             if text is None and f["html"] and field_value(source, f["html"]):
                 from dedup.page import parse_page
 
@@ -248,6 +252,11 @@ class ElasticSearch:
         """Buffer ``doc`` (replacing any with the same url, or with ``doc_id`` when given); sent at
         ``bulk_size`` docs or :meth:`flush`."""
         dedup = verdict_of(doc)
+        extracted = (self.fields or {}).get("extracted")
+        if extracted and field_value(doc, extracted) is None:
+            # a document put back (dedup dropped restore: the source's fields and a verdict): its main text
+            # is extracted here, so that searches find it as they find the others
+            dedup = {**dedup, extracted.split(".", 1)[1]: self._view(doc).get("text") or ""}
         self._buffer[doc_id or url_id(str(doc["url"]))] = {**doc, "dedup": dedup}
         if len(self._buffer) >= self.bulk_size:
             self.flush()
@@ -350,7 +359,7 @@ class ElasticSearch:
     def _search_fields(self) -> tuple[str, str]:
         """``(title field, text field)`` searched: a reindexed corpus's own, else title and text."""
         f = self.fields or {}
-        return f.get("title") or "title", f.get("text") or f.get("html") or "text"
+        return f.get("title") or "title", f.get("text") or f.get("extracted") or f.get("html") or "text"
 
     def _run(self, query: dict[str, Any], limit: int, words: list[tuple[str, str]]) -> list[dict[str, Any]]:
         pre, post = self.highlight
@@ -360,7 +369,9 @@ class ElasticSearch:
                                                         "number_of_fragments": 1}},
                                       "pre_tags": [pre], "post_tags": [post]})
         out = []
-        from_html = bool(self.fields) and text == (self.fields or {}).get("html")
+        # the snippet is cut from the page's main text as _view reads it (the HTML's highlight would be
+        # markup; the extracted text's, lines of a page whose window text_snippet chooses as for HTML)
+        from_html = bool(self.fields) and text in ((self.fields or {}).get("html"), (self.fields or {}).get("extracted"))
         marked = re.compile(re.escape(pre) + r"(.*?)" + re.escape(post), re.S)
         for h in got["hits"]["hits"]:
             doc = self._view(dict(h["_source"]))
