@@ -310,6 +310,9 @@ def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url,
         got = client.get(index=name, id=line["item"]["id"])["_source"]  # its own _id, its whole _source
         assert {k: got[k] for k in line["item"]["source"]} == line["item"]["source"]
         assert got["dedup"]["status"] == "restored" and client.count(index=name)["count"] == before + 1
+        # its main text, extracted as the reindex extracted the others' (issue 33: dedup search searches it)
+        kept_copy = client.search(index=name, query={"term": {"url": copied}})["hits"]["hits"][0]["_source"]
+        assert got["dedup"]["text"] == kept_copy["dedup"]["text"] != ""
         assert not client.options(ignore_status=404).get(index=name, id=url).get("found")
 
         # --check: in step (the restored page counted), then out of step once the server loses writes
