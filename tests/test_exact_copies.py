@@ -172,3 +172,32 @@ def test_trafilatura_finding_nothing_is_no_warning(caplog):
     parse_page(app, "http://a.example/app")
     assert any(r.name == "trafilatura.core" and "discarding data" in r.getMessage() and r.levelno == logging.DEBUG
                for r in caplog.records), caplog.text
+
+
+@pytest.mark.crawl
+def test_a_crawl_drops_the_exact_copy_of_a_page_without_main_text(tmp_path, crawl, subprocess_env):
+    """The crawl path (``scrapy crawl site``, pages parsed in worker processes): the same bytes under two
+    URLs, one kept and one dropped as its exact copy; another page with the same visible text kept."""
+    from crawler.sample_site import terminate
+    from test_bad_input import _serve
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, body in (("a", NAV_ONLY), ("b", NAV_ONLY), ("c", OTHER_NAV_ONLY)):
+        (site / f"{name}.html").write_bytes(body)
+    story = "The harbour bridge will close for three weeks of repairs in the spring, the council said. " * 4
+    (site / "index.html").write_text(f"<html><body><p>{story}</p><a href='a.html'>a</a> <a href='b.html'>b</a> "
+                                     "<a href='c.html'>c</a></body></html>", encoding="utf-8")
+    proc, url = _serve(site, subprocess_env)
+    try:
+        result = crawl(url, tmp_path / "out", "DEDUP_WORKERS=1", timeout=120)
+    finally:
+        terminate(proc)
+    assert result.returncode == 0, result.log[-3000:]
+    kept = {item["url"][len(url):]: item["dedup"] for item in result.items}
+    dropped = {line["url"][len(url):]: line["verdict"] for line in result.dropped}
+    first, copy = sorted(kept.keys() & {"a.html", "b.html"}), sorted(dropped)  # whichever was fetched first is kept
+    assert len(first) == 1 and sorted(kept) == sorted(["", "c.html", *first]) and len(copy) == 1, (kept, dropped)
+    assert (kept[first[0]]["rule"], kept["c.html"]["rule"]) == ("unextractable", "unextractable")
+    assert (dropped[copy[0]]["status"], dropped[copy[0]]["rule"], dropped[copy[0]]["duplicate_of"]) == (
+        "exact_duplicate", "content_hash", url + first[0])
