@@ -21,7 +21,7 @@ and the algorithm and reference-text versions, as plain JSON-serialisable data.
 Bad input: a page with no extractable main text (empty, binary, markup only, unparseable)
 is ``unique`` with rule ``unextractable`` and ``scores["extraction"]`` saying why; it is
 kept (so it is never silently lost) and compared with no other page, since there is no text to
-compare, except by its exact key: its body's (``dedup.keys.body_key``), so that a byte-identical
+compare, except by its exact key: its body's (``dedup.keys.raw_key``), so that a byte-identical
 copy of it is an ``exact_duplicate`` (rule ``content_hash``) as any exact copy is (an empty body
 has none). A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) carries
 ``scores["truncated"]`` = ``{"bytes": [original, kept]}`` and/or ``{"chars": [original, kept]}``.
@@ -339,7 +339,7 @@ class Deduplicator:
 
     def _check(self, q: Query, extraction: str) -> Verdict:
         base = {"thresholds": self._thresholds, "reference": q.ref_id}
-        if q.content_hash:  # a page without main text has its body's key (dedup.keys.body_key) or none
+        if q.content_hash:  # a page without main text has its raw body's key (dedup.keys.raw_key) or none
             ids = self.index.lookup("content_hash", q.content_hash)
             if ids:
                 rec = self.index.get(ids[:1])[0]

@@ -17,7 +17,7 @@ import lxml.html
 from .encoding import decode_html, looks_binary
 from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree, main_teasers
 from .extractcheck import checked_main_text, checked_native_text, list_share
-from .keys import body_key
+from .keys import raw_key
 from .text import split_sentences
 
 from ._scan import scan as _c_scan  # the C scanner (setup.py builds it; dedup/__init__ requires it)
@@ -57,9 +57,9 @@ class Page:
     list_share: float = 0.0
     #: set when an input limit cut the page: {"bytes": [original, kept]} and/or {"chars": [original, kept]}
     truncated: dict = field(default_factory=dict)
-    #: the exact key of a page with HTML and no main text (dedup.keys.body_key: its body's hash), '' otherwise:
+    #: the exact key of a page with HTML and no main text (dedup.keys.raw_key: its body's hash), '' otherwise:
     #: its content hash, so that a copy of it is caught though there is no text to compare (issue 33)
-    body_key: str = ""
+    raw_key: str = ""
 
 
 def _clean(text: str | None) -> str:
@@ -128,12 +128,12 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     2.0. lxml parses the page only when trafilatura or the densest-block fallback has to read it (too
     little prose, more than MAX_TAGS tags, navigation). When the scanner cannot read a page, lxml's tree
     gives the fields (:func:`_fields`, the reference the scanner is tested against) and resiliparse the
-    text. A page left without main text gets its body's exact key (``body_key``, :func:`dedup.keys.body_key`).
+    text. A page left without main text gets its body's exact key (``raw_key``, :func:`dedup.keys.raw_key`).
     """
     check_extractor(extractor)
     page, body = _parse(html, url, content_type, max_bytes, max_text_chars, extractor)
     if not page.text.strip():
-        page.body_key = body_key(body)
+        page.raw_key = raw_key(body)
     return page
 
 

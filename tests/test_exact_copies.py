@@ -3,7 +3,7 @@
 A page no extractor reads (navigation only, an image served as HTML, a story in markup the default
 extractor skips) has no main text to hash, and was kept as ``unique``/``unextractable`` and compared with
 nothing, so its exact copies were kept too (48 of 50 such documents of a user's 10,000-document reindex).
-Such a page's exact key is now its body's (``dedup.keys.body_key``): the one content-hash lookup and claim
+Such a page's exact key is now its body's (``dedup.keys.raw_key``): the one content-hash lookup and claim
 catches its copies in the in-memory, local and Elasticsearch indexes, in a crawl, a reindex and the
 final pass of a sliced reindex. An empty body has no key (nothing to compare), and a page the default
 extractor reads as empty gets resiliparse's reading before it is called unextractable."""
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from dedup.deduplicator import Deduplicator
-from dedup.keys import body_key
+from dedup.keys import raw_key
 from dedup.page import parse_page
 from dedup.store import MemoryIndex
 from reliability.bad_pages import bad_pages
@@ -43,22 +43,22 @@ def test_an_exact_copy_of_an_unextractable_page_is_dropped(dedup):
     _, copy = dedup.process_html(NAV_ONLY, "http://mirror.example/story")
     assert (copy.status, copy.rule, copy.duplicate_of, copy.kept) == (
         "exact_duplicate", "content_hash", "http://a.example/story", False)
-    assert copy.scores["content_hash"] == body_key(NAV_ONLY.decode()) and copy.scores["content_hash"].startswith("body:")
+    assert copy.scores["content_hash"] == raw_key(NAV_ONLY.decode()) and copy.scores["content_hash"].startswith("raw:")
     # the same visible text in another body is another page: kept, compared with nothing
     _, other = dedup.process_html(OTHER_NAV_ONLY, "http://a.example/story-2")
     assert (other.status, other.rule) == ("unique", "unextractable")
 
 
-def test_the_body_key_folds_whitespace_and_encoding_only():
+def test_the_raw_key_folds_whitespace_and_encoding_only():
     wrapped = NAV_ONLY.replace(b"> <", b">\n   <")
-    assert body_key(NAV_ONLY.decode()) == body_key(wrapped.decode()) != body_key(OTHER_NAV_ONLY.decode())
-    assert body_key("") == body_key("  \n\t ") == ""
+    assert raw_key(NAV_ONLY.decode()) == raw_key(wrapped.decode()) != raw_key(OTHER_NAV_ONLY.decode())
+    assert raw_key("") == raw_key("  \n\t ") == ""
     page = parse_page(NAV_ONLY.decode("utf-8").encode("utf-16"), "http://a.example/u16",
                       content_type="text/html; charset=utf-16")
-    assert page.body_key == parse_page(NAV_ONLY, "http://a.example/u8").body_key != ""
-    # a page with main text keeps its text's hash: no body key is made
+    assert page.raw_key == parse_page(NAV_ONLY, "http://a.example/u8").raw_key != ""
+    # a page with main text keeps its text's hash: no raw key is made
     story = b"<html><body><p>" + b"The harbour bridge will close for three weeks of repairs, the council said. " * 5 + b"</p></body></html>"
-    assert parse_page(story, "http://a.example/s").body_key == ""
+    assert parse_page(story, "http://a.example/s").raw_key == ""
 
 
 @pytest.mark.parametrize("name", ["binary", "png_as_html", "png_image", "no_main_text"])
@@ -121,7 +121,7 @@ def test_the_default_extractor_reading_nothing_gives_resiliparse_its_chance(monk
     monkeypatch.setattr(dedup.extractcheck, "trafilatura_text", lambda *a, **k: "")
     page = parse_page(html, "http://a.example/tolls")
     assert len(page.text) > 1500 and page.extraction.endswith(">resiliparse"), page.extraction
-    assert page.body_key == ""
+    assert page.raw_key == ""
 
 
 def test_a_reindex_drops_the_exact_copies_of_an_unextractable_document(es_url, tmp_path):
