@@ -20,8 +20,10 @@ and the algorithm and reference-text versions, as plain JSON-serialisable data.
 
 Bad input: a page with no extractable main text (empty, binary, markup only, unparseable)
 is ``unique`` with rule ``unextractable`` and ``scores["extraction"]`` saying why; it is
-kept (so it is never silently lost) and compared with nothing, since there is no text to
-compare. A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) carries
+kept (so it is never silently lost) and compared with no other page, since there is no text to
+compare, except by its exact key: its body's (``dedup.keys.raw_key``), so that a byte-identical
+copy of it is an ``exact_duplicate`` (rule ``content_hash``) as any exact copy is (an empty body
+has none). A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) carries
 ``scores["truncated"]`` = ``{"bytes": [original, kept]}`` and/or ``{"chars": [original, kept]}``.
 """
 from __future__ import annotations
@@ -398,9 +400,6 @@ class Deduplicator:
 
     def _check(self, q: Query, extraction: str, own: Record | None = None, url: str | None = None) -> Verdict:
         base = {"thresholds": self._thresholds, "reference": q.ref_id}
-        if not q.has_text:
-            # nothing to compare: kept as unique, and said why, rather than matched on an empty key
-            return Verdict("unique", None, "unextractable", {"extraction": extraction or "none"}, **base)
         own_id = own.id if own is not None else None
         own_url = own.url if own is not None else None
 
@@ -415,11 +414,14 @@ class Deduplicator:
             root = self._root(rec, own_url)
             return Verdict(status, root.url, rule, scores, candidates=n, duplicate_id=root.id, nearest=rec.url, **base)
 
-        if q.content_hash:
+        if q.content_hash:  # a page without main text has its raw body's key (dedup.keys.raw_key) or none
             ids = found(self.index.lookup("content_hash", q.content_hash))
             if ids:
                 return copy_of(self.index.get(ids[:1])[0], "exact_duplicate", "content_hash",
                                {"content_hash": q.content_hash}, len(ids))
+        if not q.has_text:
+            # nothing else to compare: kept as unique, and said why, rather than matched on an empty key
+            return Verdict("unique", None, "unextractable", {"extraction": extraction or "none"}, **base)
         mode = self.config.title_anchor
         title_ids = found(self.index.lookup("title_key", q.title_key)) if q.title_key and mode != "off" else []
         if title_ids and mode == "literal":

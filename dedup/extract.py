@@ -38,6 +38,24 @@ __all__ = ["main_text", "native_text", "main_teasers", "EXTRACTORS", "DEFAULT_EX
 logger = logging.getLogger(__name__)
 _WS = re.compile(r"[ \t\r\f\v]+")
 
+
+class _NothingFound(logging.Filter):
+    """trafilatura logs ``discarding data: None`` at WARNING for every page it finds too little text on. Here
+    that is an answer (the next fallback reads the page, or it is ``unextractable``: the verdict says which),
+    not a fault, and its lines broke into a reindex's progress (issue 33): the record is made a DEBUG one,
+    passed on only where DEBUG is on (``dedup -v``, Scrapy's default log level)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING or not str(record.msg).startswith("discarding data"):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+# on trafilatura's own logger, which only this module calls (without importing trafilatura: the filter is
+# kept by the logging module, and the records of every other logger pass untouched)
+logging.getLogger("trafilatura.core").addFilter(_NothingFound())
+
 EXTRACTORS = ("resiliparse", "trafilatura", "auto", "native")
 DEFAULT_EXTRACTOR = "native"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 import lxml.html
 
@@ -189,13 +189,23 @@ def checked_main_text(html: str, tree: Tree, anchors: list[str], *,
 
 
 def checked_native_text(html: str, prose: str | None, teasers: list[tuple[str, str]],
-                        anchors: list[str]) -> tuple[str, str]:
+                        anchors: list[str], headings: Collection[str] = ()) -> tuple[str, str]:
     """:func:`dedup.extract.native_text` from the scanner's ``prose`` and ``teasers``, then
     :func:`checked_text` with trafilatura as the first fallback of a ``native`` text. lxml parses the
-    page (once) only when trafilatura or the densest block has to read it."""
+    page (once) only when trafilatura or the densest block has to read it.
+
+    When all of that leaves no text, resiliparse (with the page's ``headings``) reads the page before it
+    is called unextractable (method ``...>resiliparse``): the scanner leaves out blocks whose class names
+    boilerplate, where resiliparse's main-content rules may keep a story (issue 33). Only a page left
+    without text pays for it, so no other page's text changes."""
     tree = cache(lambda: lxml_tree(html))
     text, method = native_text(html, prose, teasers, tree)
     others: tuple[tuple[str, Callable[[], str]], ...] = ()
     if method == "native":
         others = (("trafilatura", lambda: trafilatura_text(html, tree())),)
-    return checked_text(text, method, anchors, tree, others)
+    text, method = checked_text(text, method, anchors, tree, others)
+    if not text.strip():
+        alt = main_text(html, tree, extractor="resiliparse", headings=headings)[0]
+        if alt.strip() and not is_navigation(alt, anchors):
+            return alt, f"{method}>resiliparse"
+    return text, method

@@ -161,7 +161,8 @@ class Featurizer:
             return made[lengths > 0]
 
         return Features(
-            content_hash=content_hash(page.text),
+            # a page without main text: its raw body's key (dedup.keys.raw_key), which catches its exact copies
+            content_hash=content_hash(page.text) or page.raw_key,
             title_key=title_key(page.title, page.anchor_count),
             tdw=tdw,
             simhash=simhash(tdw.hashes, tdw.weights),

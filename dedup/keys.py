@@ -1,4 +1,5 @@
-"""Exact keys: the content hash and seed 004's title/anchor-count key."""
+"""Exact keys: the content hash (of the main text, or of the body of a page without one) and seed 004's
+title/anchor-count key."""
 from __future__ import annotations
 
 import re
@@ -6,7 +7,8 @@ import unicodedata
 
 import xxhash
 
-__all__ = ["normalise_text", "normalise_texts", "content_hash", "title_key", "ascii_words_only"]
+__all__ = ["normalise_text", "normalise_texts", "content_hash", "raw_key", "is_raw_key", "title_key",
+           "ascii_words_only", "RAW_KEY_PREFIX"]
 
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -73,6 +75,29 @@ def content_hash(text: str) -> str:
     # words, their runs folded by one regex pass (a split and a join made a bytes object a word)
     norm = _SPACE_RUNS.sub(b" ", text.encode("ascii").translate(_ASCII_WORDS)).strip(b" ")
     return xxhash.xxh3_128_hexdigest(norm) if norm else ""
+
+
+#: what begins the exact key of a page without main text (:func:`raw_key`), so that a record, a verdict or a
+#: dropped-log line tells it from a main text's hash, and no main text's hash can equal it
+RAW_KEY_PREFIX = "raw:"
+
+
+def raw_key(body: str | bytes) -> str:
+    """The exact key of a page no extractor read any main text from (issue 33): ``raw:`` and the 128-bit xxh3
+    of its body, its whitespace runs folded to one space (a str: the decoded page, so the same page in
+    another encoding or re-indented gives the same key; bytes: a binary body as it came). '' for an
+    empty or blank body: nothing to compare. The body, not the visible text: what such a page shows is
+    its navigation, which distinct pages of one site share, and a copy this key finds is dropped."""
+    if isinstance(body, str):
+        norm = " ".join(body.split()).encode("utf-8", "surrogatepass")
+    else:
+        norm = body if body.strip() else b""
+    return RAW_KEY_PREFIX + xxhash.xxh3_128_hexdigest(norm) if norm else ""
+
+
+def is_raw_key(key: str) -> bool:
+    """Whether an exact key is a raw body's (:func:`raw_key`), not a main text's hash."""
+    return key.startswith(RAW_KEY_PREFIX)
 
 
 def title_key(title: str, anchor_count: int) -> str:

@@ -17,6 +17,7 @@ import lxml.html
 from .encoding import decode_html, looks_binary
 from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree, main_teasers
 from .extractcheck import checked_main_text, checked_native_text, list_share
+from .keys import raw_key
 from .text import split_sentences
 
 from ._scan import scan as _c_scan  # the C scanner (setup.py builds it; dedup/__init__ requires it)
@@ -56,6 +57,9 @@ class Page:
     list_share: float = 0.0
     #: set when an input limit cut the page: {"bytes": [original, kept]} and/or {"chars": [original, kept]}
     truncated: dict = field(default_factory=dict)
+    #: the exact key of a page with HTML and no main text (dedup.keys.raw_key: its body's hash), '' otherwise:
+    #: its content hash, so that a copy of it is caught though there is no text to compare (issue 33)
+    raw_key: str = ""
 
 
 def _clean(text: str | None) -> str:
@@ -124,9 +128,18 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
     2.0. lxml parses the page only when trafilatura or the densest-block fallback has to read it (too
     little prose, more than MAX_TAGS tags, navigation). When the scanner cannot read a page, lxml's tree
     gives the fields (:func:`_fields`, the reference the scanner is tested against) and resiliparse the
-    text.
+    text. A page left without main text gets its body's exact key (``raw_key``, :func:`dedup.keys.raw_key`).
     """
     check_extractor(extractor)
+    page, body = _parse(html, url, content_type, max_bytes, max_text_chars, extractor)
+    if not page.text.strip():
+        page.raw_key = raw_key(body)
+    return page
+
+
+def _parse(html: bytes | str | None, url: str, content_type: str | None, max_bytes: int | None,
+           max_text_chars: int | None, extractor: str) -> tuple[Page, bytes | str]:
+    """:func:`parse_page`'s page, and the body it was read from (decoded; as it came when binary)."""
     truncated = {}
     if html is None:
         html = b""
@@ -135,29 +148,29 @@ def parse_page(html: bytes | str, url: str, *, content_type: str | None = None,
         html = _cut_bytes(html, max_bytes)
         truncated["bytes"] = [original, len(html)]
     if looks_binary(html):  # an image or an archive served as HTML: no text to find in it
-        return Page(url=url, url_tokens=url_tokens(url), truncated=truncated, extraction="binary")
+        return Page(url=url, url_tokens=url_tokens(url), truncated=truncated, extraction="binary"), html
     text, encoding = decode_html(html, content_type)
     page = Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated)
     if not text.strip():
         page.extraction = "empty"
-        return page
+        return page, text
     own = _host(url)
     scanned = _scan(text, own, lines=extractor == "native")
     if scanned is not None:
-        return _scanned_page(text, page, own, scanned, extractor, max_text_chars)
+        return _scanned_page(text, page, own, scanned, extractor, max_text_chars), text
     if extractor == "native":
         extractor = "resiliparse"  # the scanner failed on this page: lxml's path decides it
     tree = lxml_tree(text)
     if tree is None:
         page.extraction = "unparseable"
-        return page
+        return page, text
     links = _fields(tree, page)
     page.text, page.extraction = checked_main_text(text, tree, page.anchors_same + page.anchors_other,
                                                    extractor=extractor, headings={h for _, h in page.headings},
                                                    links=links)
     # a page the extractor read as a listing is all teasers (resiliparse's teaser lines carry no "- "
     # marks for list_share to count): the decision's listing signal sees it as trafilatura's would
-    return _finish(page, max_text_chars)
+    return _finish(page, max_text_chars), text
 
 
 def _finish(page: Page, max_text_chars: int | None) -> Page:
@@ -196,7 +209,8 @@ def _scanned_page(text: str, page: Page, own: str, scanned: tuple, extractor: st
         (page.anchors_same if same else page.anchors_other).append(label)
     labels = page.anchors_same + page.anchors_other
     if extractor == "native":
-        page.text, page.extraction = checked_native_text(text, prose, main_teasers(teasers, lines), labels)
+        page.text, page.extraction = checked_native_text(text, prose, main_teasers(teasers, lines), labels,
+                                                         {h for _, h in page.headings})
     else:
         page.text, page.extraction = checked_main_text(
             text, cache(lambda: lxml_tree(text)), labels, extractor=extractor,

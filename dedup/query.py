@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .features import Features
+from .keys import is_raw_key
 from .page import Page
 from .record import Record, sketch_keys, tdw_cosine, term_keys
 
@@ -53,8 +54,9 @@ class Query:
 
     @classmethod
     def of_record(cls, rec: Record) -> "Query":
-        # a page with text has a content hash (dedup.keys.content_hash is '' for an empty text only)
-        q = cls._common(bool(rec.content_hash), rec.title, float(rec.extra.get("list_share", 0.0)), rec.content_hash,
+        # a page with text has a content hash (dedup.keys.content_hash is '' for an empty text only); a page
+        # without has its raw body's key or none (dedup.keys.raw_key)
+        q = cls._common(bool(rec.content_hash) and not is_raw_key(rec.content_hash), rec.title, float(rec.extra.get("list_share", 0.0)), rec.content_hash,
                         rec.title_key, rec.simhash, rec.signature, rec.ref_id, rec.sentences, rec.chunks)
         q.shingles, q.positions, q.shingle_count = rec.shingles, rec.shingle_positions, rec.shingle_count
         # a record that kept every term (TOP_TERMS or fewer) holds the whole set: the reducer's exact filters

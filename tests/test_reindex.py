@@ -310,6 +310,9 @@ def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url,
         got = client.get(index=name, id=line["item"]["id"])["_source"]  # its own _id, its whole _source
         assert {k: got[k] for k in line["item"]["source"]} == line["item"]["source"]
         assert got["dedup"]["status"] == "restored" and client.count(index=name)["count"] == before + 1
+        # its main text, extracted as the reindex extracted the others' (issue 33: dedup search searches it)
+        kept_copy = client.search(index=name, query={"term": {"url": copied}})["hits"]["hits"][0]["_source"]
+        assert got["dedup"]["text"] == kept_copy["dedup"]["text"] != ""
         assert not client.options(ignore_status=404).get(index=name, id=url).get("found")
 
         # --check: in step (the restored page counted), then out of step once the server loses writes
@@ -497,3 +500,38 @@ def test_ctrl_c_stops_with_one_line_and_the_same_command_resumes(uninterrupted, 
     assert "interrupted" in err and "run the same command again" in err and str(tmp_path / "checkpoint.work") in err
     assert main(args) == 0
     assert outcome(dest, tmp_path) == outcome(*uninterrupted)
+
+
+def test_the_readme_recipe_keeps_the_oldest_by_the_corpus_own_date_field(uninterrupted, corpus, tmp_path, es_url,
+                                                                         capsys, caplog):
+    """Issue 33, item 2: the README's command (no --time-field) on a corpus without ``fetched_at`` keeps the
+    oldest by its one date field, as --time-field crawled does, and says which field it sorted by; a corpus
+    with no date field, or with several, is refused in one line saying what to pass."""
+    from elasticsearch import Elasticsearch
+
+    dest = f"{es_url}/readme-{tmp_path.name.lower()}"
+    assert main(["reindex", corpus, dest, "--url-field", "url", "--html-field", "html", "--keep", "oldest",
+                 "--dropped-log", str(tmp_path / "dropped.jsonl")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    assert "--keep oldest: by `crawled`, the only date field of" in caplog.text, caplog.text
+    assert outcome(dest, tmp_path) == outcome(*uninterrupted)
+    client = Elasticsearch(es_url)
+    try:
+        for name, dates in (("nodate", {}), ("twodates", {"crawled": {"type": "date"}, "published": {"type": "date"}})):
+            index = f"{name}-{tmp_path.name.lower()}"
+            client.indices.create(index=index, mappings={"properties": {
+                "url": {"type": "keyword"}, "html": {"type": "text"}, "rank": {"type": "long"}, **dates}})
+            try:
+                assert main(["reindex", f"{es_url}/{index}", f"{es_url}/{index}-v2", "--html-field", "html",
+                             "--dropped-log", str(tmp_path / f"{name}.jsonl")]) == 2
+                err = capsys.readouterr().err
+                assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+                assert f"--keep oldest needs each document's time: `{index}` has no field `fetched_at`" in err, err
+                said = ("and no date field" if not dates else "and several date fields: crawled, published")
+                assert said in err and "pass --time-field NAME (sortable fields are: " in err, err
+                assert "or another keep rule (--keep field:NAME)" in err, err
+                assert not client.indices.exists(index=f"{index}-v2")
+            finally:
+                client.options(ignore_status=404).indices.delete(index=index)
+    finally:
+        client.close()

@@ -178,3 +178,34 @@ def test_a_final_pass_that_parses_again_reads_each_document_once(single, corpus,
         assert reads[line["item"]["id"]] == 1
     kept, _ = outcome(dest, merge_out)
     assert {p: v[:2] for p, v in kept.items()} == {p: v[:2] for p, v in outcome(*single)[0].items()}
+
+
+def test_the_final_pass_counts_what_the_destination_holds(sliced):
+    """Issue 33, item 4: the summary's flagged count is the destination's flagged documents (it printed the
+    number of verdicts the final pass changed); that number is ``changed``, and the statuses are counted."""
+    dest, _, merge_out, before, report = sliced
+    kept, _ = outcome(dest, merge_out)
+    flagged = sum(status in ("near_duplicate", "duplicate") for status, *_ in kept.values())
+    assert report["kept"] == len(kept) and report["flagged"] == flagged > 0, (report, flagged)
+    changed = sum(1 for p, v in kept.items() if before[p][:2] != v[:2])
+    assert report["changed"] == changed
+    assert report["changed"] < report["flagged"]  # most flags were the slices' own: the two counts differ here
+    assert {s: n for s, n in report["statuses"].items() if s not in ("exact_duplicate",)} == dict(
+        __import__("collections").Counter(status for status, *_ in kept.values()))
+
+
+def test_a_slice_shows_its_own_document_count(corpus, tmp_path, es_url, capsys):  # noqa: F811
+    """Issue 33, item 5: a slice's progress showed the corpus's count over N as if it were exact
+    (``5097/5097`` on a slice of 10,000 in two); the slice's own count is asked of the cluster."""
+    dest = f"{es_url}/counted-{tmp_path.name.lower()}"
+    counts = []
+    for i in range(2):
+        out = tmp_path / f"s{i}"
+        assert main(slice_args(corpus, dest, out, 2, "--slice", str(i), "--json")) == 0
+        captured = capsys.readouterr()
+        processed = __import__("json").loads(captured.out)["processed"]
+        lines = [line for line in captured.err.splitlines() if line.startswith("reindex: ")]
+        assert lines[0] == f"reindex: 1/{processed} documents", lines
+        assert lines[-1].startswith(f"reindex: {processed}/{processed} documents ("), lines
+        counts.append(processed)
+    assert sum(counts) == len(ALL_PATHS)

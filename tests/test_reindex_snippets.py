@@ -120,3 +120,51 @@ def test_text_snippet_marks_words_folded_and_prefixes_and_cuts_at_words():
     plain = text_snippet(text, {"absent"}, set(), chars=40)
     assert plain == "The Café opened in March. Nothing else …", plain
     assert text_snippet("", {"x"}, set()) == ""
+
+
+def test_search_on_a_reindexed_html_corpus_searches_the_extracted_text(html_corpus, es_index_uri, tmp_path, capsys):
+    """Issue 33, item 3: a search matched the HTML field (every page's navigation and footer too, and
+    highlighted markup, 11 s for one word on 4,538 pages); it searches the main text the reindex extracted
+    (the destination keeps it in ``dedup.text``), as a crawl's index searches its ``text``."""
+    from elasticsearch import Elasticsearch
+
+    assert main(reindex(html_corpus, es_index_uri, tmp_path)) == 0
+    capsys.readouterr()
+    # "Subscribe" is in every page's navigation and in no page's text: no hit
+    assert main(["search", "Subscribe", "--index", es_index_uri, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["search", "commuters bus", "--index", es_index_uri, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [h["url"] for h in hits] == ["http://news.example/ferry"], hits
+    assert "[Commuters]" in hits[0]["snippet"] and "[bus]" in hits[0]["snippet"], hits[0]["snippet"]
+    client = Elasticsearch(es_index_uri.rsplit("/", 1)[0])
+    try:
+        got = client.get(index=es_index_uri.rsplit("/", 1)[1], id="ferry")["_source"]
+        assert got["dedup"]["text"].startswith("Evening ferry to stop in November"), got["dedup"]
+    finally:
+        client.close()
+
+
+def test_a_search_that_takes_too_long_ends_in_one_line(capsys):
+    """Issue 33, item 3: a cluster that does not answer within ``--timeout`` ends the search with one line
+    (it printed a traceback after 76 s: a fixed 30 s timeout, tried again for 60 s)."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held = []
+    threading.Thread(target=lambda: [held.append(server.accept()) for _ in range(8)], daemon=True).start()
+    try:
+        start = time.monotonic()
+        code = main(["search", "harbour bridge ferry tolls", "--index",
+                     f"http://127.0.0.1:{server.getsockname()[1]}/pages", "--timeout", "1"])
+        elapsed = time.monotonic() - start
+    finally:
+        server.close()
+    err = capsys.readouterr().err
+    assert code == 1 and elapsed < 5, (code, elapsed)
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("dedup: error: ") and "--timeout" in err, err

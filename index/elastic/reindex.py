@@ -9,6 +9,9 @@ of a group being the one kept:
 ``oldest`` / ``newest``  by the time field, then the URL;
 ``field:NAME[:asc|desc]`` by any sortable field, then the URL.
 
+The time field is the one named (``--time-field``), else ``fetched_at``, else the source's only date
+field (a corpus with none, or several, is refused in one line saying what to pass).
+
 (A "shortest URL" rule needs a URL-length field: a script sort is not used, so the order is the
 same on every Elasticsearch-API server.)  The URL field must be sortable (``keyword``; for a
 ``text`` field with a ``keyword`` sub-field pass ``url.keyword``).
@@ -84,8 +87,13 @@ log = logging.getLogger(__name__)
 KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
 #: the key of the destination mapping's ``_meta`` naming the run that fills it
 MARKER = "dedup_reindex"
+#: where a destination reindexed from HTML keeps each kept page's extracted main text (Reindex.extracts_text)
+EXTRACTED_TEXT = "dedup.text"
 _TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text, HTML or title field may be
 _ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
+#: the time field ``oldest`` and ``newest`` sort by when none is named and the source has it
+DEFAULT_TIME_FIELD = "fetched_at"
+_DATE_TYPES = ("date", "date_nanos")
 _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
 
@@ -173,6 +181,8 @@ class ReindexReport:
     #: the final pass: kept documents decided from them
     handed_over: int = 0
     handover_bytes: int = 0
+    #: the final pass: kept documents whose verdict it changed (a copy of another slice's document)
+    changed: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
     alias: str | None = None
@@ -219,7 +229,7 @@ class Reindex:
     """
 
     def __init__(self, source: str, dest: str, *, url_field: str = "url", text_field: str | None = "text",
-                 html_field: str | None = None, title_field: str | None = "title", time_field: str = "fetched_at",
+                 html_field: str | None = None, title_field: str | None = "title", time_field: str | None = None,
                  keep: str = "oldest", config: DedupConfig | None = None, dropped_log: str | os.PathLike,
                  checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
                  batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
@@ -258,8 +268,10 @@ class Reindex:
         self.source_uri, self.dest_uri = source, dest
         self.url_field, self.url_source = url_field, url_field.removesuffix(".keyword")
         self.text_field, self.html_field, self.title_field = text_field, html_field, title_field
-        self.sort = keep_sort(keep, time_field=time_field, url_field=url_field)
-        self.time_field = time_field
+        # None: DEFAULT_TIME_FIELD, else the source's only date field (resolve_time_field, from the mapping)
+        self.time_field_named = time_field is not None
+        self.time_field = time_field or DEFAULT_TIME_FIELD
+        self.sort = keep_sort(keep, time_field=self.time_field, url_field=url_field)
         self.keep = keep
         self.config = config or DedupConfig()
         self.dropped_log = Path(dropped_log)
@@ -652,6 +664,13 @@ class Reindex:
             decider.add(page, features, verdict, fetched_at=fetched_at)
         return verdict
 
+    @property
+    def extracts_text(self) -> bool:
+        """Whether the pages' text comes from HTML alone (no text field in the source): the destination then
+        keeps each kept page's extracted main text in :data:`EXTRACTED_TEXT`, which ``dedup search``
+        searches (the HTML field would match navigation and markup, and be slow to highlight)."""
+        return bool(self.html_field) and not self.text_field
+
     def _page_maker(self) -> PageMaker:
         return PageMaker(self.url_source, self.html_field, self.text_field, self.title_field, self.config)
 
@@ -660,9 +679,12 @@ class Reindex:
         """What the cluster (kept) or the dropped log (dropped) gets for this decision."""
         source = hit["_source"]
         if verdict.kept:
+            dedup = verdict.to_dict()
+            if self.extracts_text and page is not None:
+                dedup["text"] = page.text  # what dedup search searches (EXTRACTED_TEXT)
             if self.slices > 1:  # which slice decided it: a slice's --check looks at its own documents only
-                return {**source, "dedup": {**verdict.to_dict(), "slice": self.slice_id}}
-            return {**source, "dedup": verdict.to_dict()}
+                dedup["slice"] = self.slice_id
+            return {**source, "dedup": dedup}
         url = page.url if page else str(hit["_id"])
         item = {"id": hit["_id"], "url": url, "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
                 "source_index": self.source_uri, "source": source}
@@ -719,13 +741,57 @@ class Reindex:
             self.title_field = None  # the default name, absent: this corpus has no title field
         need("--title-field", self.title_field, _TEXT_TYPES, "text")
         need("--url-field", self.url_field, _SORTABLE, "sortable (keyword)")
+        self._pick_time_field(fields, name)
         for spec in self.sort[:-1]:
             key = next(iter(spec))
             need("--time-field" if self.keep in ("oldest", "newest") else "--keep", key, _SORTABLE, "sortable")
         if not texts:
             raise ValueError(f"the mapping of `{name}` has no text field to deduplicate on")
-        count = int(src.call("count the source", c.count, index=name)["count"])
-        return -(-count // self.slices)  # a slice's share, for the progress bar
+        if self.slices == 1:
+            return int(src.call("count the source", c.count, index=name)["count"])
+        return self._slice_count(src, name)
+
+    def _slice_count(self, src: Retrying, name: str) -> int:
+        """This slice's document count, for the progress (the count API takes no slice: a sliced search of
+        no hits in a point in time counts them; the corpus's count over N was shown as if exact)."""
+        from .slicing import SLICE_FIELD
+
+        c = src.client
+        pit = src.call("open a point in time", c.open_point_in_time, index=name, keep_alive="1m")["id"]
+        try:
+            got = src.call("count the slice", c.search, pit={"id": pit, "keep_alive": "1m"}, size=0,
+                           track_total_hits=True, slice={"field": SLICE_FIELD, "id": self.slice_id, "max": self.slices})
+        finally:
+            try:
+                c.close_point_in_time(id=pit)
+            except Exception:  # the point in time expires by itself; never mask the real error
+                log.debug("could not close point in time on %s", name, exc_info=True)
+        return int(got["hits"]["total"]["value"])
+
+    def resolve_time_field(self, es: Retrying, index: str) -> None:
+        """:meth:`_pick_time_field` from the mapping of ``index`` (the final pass reads the destination,
+        which has the source's mapping)."""
+        if self.time_field_named or self.keep not in ("oldest", "newest"):
+            return
+        got = es.call("read the mapping", es.client.indices.get_mapping, index=index)
+        self._pick_time_field(mapping_fields(next(iter(got.values()))["mappings"]), index)
+
+    def _pick_time_field(self, fields: dict[str, str], name: str) -> None:
+        """With ``oldest``/``newest`` and no time field named: ``fetched_at`` when the mapping of ``name``
+        has it, else its only date field (said on the log), else ValueError saying what to pass."""
+        if self.time_field_named or self.keep not in ("oldest", "newest") or DEFAULT_TIME_FIELD in fields:
+            return
+        dates = sorted(f for f, t in fields.items() if t in _DATE_TYPES)
+        if len(dates) != 1:
+            sortable = ", ".join(sorted(f for f, t in fields.items() if t in _SORTABLE)) or "(none)"
+            found = f"several date fields: {', '.join(dates)}" if dates else "no date field"
+            raise ValueError(f"--keep {self.keep} needs each document's time: `{name}` has no field "
+                             f"`{DEFAULT_TIME_FIELD}` and {found}; pass --time-field NAME (sortable fields are: "
+                             f"{sortable}) or another keep rule (--keep field:NAME)")
+        self.time_field = dates[0]
+        self.sort = keep_sort(self.keep, time_field=self.time_field, url_field=self.url_field)
+        log.warning("--keep %s: by `%s`, the only date field of `%s` (no `%s`; --time-field names another)",
+                    self.keep, self.time_field, name, DEFAULT_TIME_FIELD)
 
     # -- checkpoint ------------------------------------------------------------------------------------
     def _save_checkpoint(self, state: WorkState, report: ReindexReport | None = None, finished: bool = False) -> None:
@@ -913,6 +979,8 @@ class _Sink:
         marker = {"run": run, "source": job.source_uri, "work_dir": str(job.work_dir.resolve()),
                   "url_field": job.url_source, "url_key": job.url_field, "text_field": job.text_field, "html_field": job.html_field,
                   "title_field": job.title_field, "started": iso_now()}
+        if job.extracts_text:  # the main text extracted from the HTML, which dedup search searches
+            marker["extracted_text_field"] = EXTRACTED_TEXT
         if job.slices > 1:  # every slice of the job writes here: the marker names the job, not one run
             marker.update(job=job.job_key(), slices=job.slices)
         if not self.es.call("check the destination", c.indices.exists, index=self.name):
@@ -939,12 +1007,21 @@ class _Sink:
         self._guard(marker)
 
     def _searchable(self, mapping: dict[str, Any], settings: dict[str, Any]) -> None:
-        """Make the field the corpus keeps its text in searchable in the destination (``dedup search``
-        covers it): an HTML field is indexed through the ``html_strip`` character filter, a text field
-        left unindexed in the source is indexed.  Only top-level fields are changed."""
+        """Make the text ``dedup search`` searches searchable in the destination: of a corpus whose text
+        comes from HTML alone, the extracted main text (:data:`EXTRACTED_TEXT`, analysed as a crawl's index
+        analyses ``text``: case and accent folding, Porter stemming; the HTML field is left as the source maps
+        it); else a text field left unindexed in the source is indexed, and an HTML field beside it through the
+        ``html_strip`` character filter.  Only top-level source fields are changed."""
         job = self.job
         name = job.html_field or job.text_field
         props = mapping["properties"]
+        if job.extracts_text:
+            settings.setdefault("analysis", {}).setdefault("analyzer", {})["dedup_text"] = {
+                "type": "custom", "tokenizer": "standard", "filter": ["lowercase", "asciifolding", "porter_stem"]}
+            dedup = props["dedup"]
+            props["dedup"] = {**dedup, "properties": {**dedup["properties"],
+                                                      "text": {"type": "text", "analyzer": "dedup_text"}}}
+            return
         if not name or "." in name or name not in props:
             return
         spec = dict(props[name])

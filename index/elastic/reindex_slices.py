@@ -121,6 +121,7 @@ def merge(job: "Reindex") -> "ReindexReport":
             raise ValueError(f"cannot run the final pass of {name}: slice(s) {'; '.join(parts)} (of {job.slices}); "
                              "run each `--slices N --slice I` command to its end first")
         records_name = dedup_name(name)
+        job.resolve_time_field(es, name)  # the slices' keep order (the destination has the source's mapping)
         es.call("refresh the destination", es.client.indices.refresh, index=f"{name},{records_name}")
         done = registry.drops()
         rids = _record_ids(es, records_name)
@@ -188,8 +189,9 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         sid = str(hit["_id"])
         report.processed += 1
         record = records.get(sid)
+        old = (hit.get("_source") or {}).get("dedup") or {}
         if record is None:  # kept without a record (a document that could not be read): nothing to compare
-            report.kept += 1
+            _count(report, old.get("status", "unique"), kept=True)
             continue
         query = queries.get(sid)
         if query is not None:
@@ -211,18 +213,17 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
                 sources = {d["_id"]: d for d in got_docs["docs"] if d.get("found")}
             verdict = _decide_page(job, decider, sources.get(sid), verdict)
             report.reparsed += 1
-        old = (hit.get("_source") or {}).get("dedup") or {}
+        _count(report, verdict.status, kept=verdict.status not in job.config.drop)
         if verdict.status in job.config.drop:
             drops.append((sid, verdict, record))
             continue
-        report.kept += 1
         if (verdict.status, verdict.duplicate_of) != (old.get("status", "unique"), old.get("duplicate_of")):
             # a copy of another slice's document (or a closer one there): flagged as one process flags it
             new = {**old, **verdict.to_dict(), "slice": old.get("slice")}
             updates.append({"_op_type": "update", "_index": name, "_id": sid, "doc": {"dedup": new}})
             updates.append({"_op_type": "update", "_index": dedup_name(name), "_id": str(record.id),
                             "doc": {"status": verdict.status, "duplicate_of": verdict.duplicate_of}})
-            report.flagged += 1
+            report.changed += 1
         decider.add_record(record, verdict)  # a kept exact duplicate (a drop without exact copies) claims nothing
     if drops:
         if sources is None:  # else read above, unchanged since: the batch writes nothing before this
@@ -245,6 +246,15 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
         deletes += [{"_op_type": "delete", "_index": dedup_name(name), "_id": str(r.id)} for *_, r in drops]
         _bulk(es, deletes, "delete the documents the final pass dropped")
     _bulk(es, updates, "flag near copies across slices")
+
+
+def _count(report: "ReindexReport", status: str, *, kept: bool) -> None:
+    """One document the final pass decided, in the report: its status, and kept (flagged, as a one-process
+    run counts them: near_duplicate or duplicate) or not."""
+    report.statuses[status] = report.statuses.get(status, 0) + 1
+    if kept:
+        report.kept += 1
+        report.flagged += status in ("near_duplicate", "duplicate")
 
 
 def _decide_page(job: "Reindex", decider: Any, doc: dict[str, Any] | None, fallback: Any) -> Any:

@@ -86,7 +86,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     print(f"{report.requests} requests to Elasticsearch")
     if job.merging:
         print(f"final pass: {report.handed_over} decided from the query features the slices handed over, "
-              f"{report.reparsed} parsed again")
+              f"{report.reparsed} parsed again; {report.changed} verdicts changed (copies across slices)")
     if report.dry_run:
         print("dry run: nothing was written")
     else:
@@ -127,7 +127,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--text-field", default="text", help="main-text field (default text; '' for none)")
     p.add_argument("--html-field", help="raw-HTML field, parsed and extracted (preferred over --text-field)")
     p.add_argument("--title-field", default="title", help="title field (default title, when the mapping has one)")
-    p.add_argument("--time-field", default="fetched_at", help="time field for oldest/newest (default fetched_at)")
+    p.add_argument("--time-field", help="time field for oldest/newest (default fetched_at, else the source's only "
+                                        "date field)")
     p.add_argument("--keep", default="oldest", help="keep rule: oldest (default), newest, field:NAME[:asc|desc]")
     p.add_argument("--dropped-log", default="dropped.jsonl", help="dropped-page log (default dropped.jsonl)")
     p.add_argument("--checkpoint", help="checkpoint summary (default reindex-DEST.checkpoint.json beside the log)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from index import open_search
 
@@ -14,12 +15,21 @@ __all__ = ["register"]
 def cmd_search(args: argparse.Namespace) -> int:
     import shutil
 
+    from index.elastic import IndexUnavailable  # the client is imported only when a cluster is opened
+
     uri = index_uri(args)
-    search = open_search(uri, readonly=True)
+    # on a cluster: the time a request may take and the budget for trying again, both --timeout
+    cluster = {} if uri.lower().startswith("local:") else {"request_timeout": args.timeout, "retry_seconds": args.timeout}
     try:
-        hits = search.search(args.query, limit=args.limit)
-    finally:
-        search.close()
+        search = open_search(uri, readonly=True, **cluster)
+        try:
+            hits = search.search(args.query, limit=args.limit)
+        finally:
+            search.close()
+    except IndexUnavailable as exc:
+        print(f"dedup: error: {exc}; no answer within --timeout {args.timeout:g} s: try fewer words or a longer "
+              "--timeout", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps([{k: h.get(k) for k in ("url", "title", "snippet", "status", "duplicate_of",
                                                   "score", "fetched_at")} for h in hits],
@@ -46,5 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     se.add_argument("query", help="words to find (plain text: quotes, -, :, * are not operators; word* is a prefix)")
     se.add_argument("--index", help="search index URI (default: $DEDUP_INDEX or local://.dedup)")
     se.add_argument("--limit", type=int, default=10, help="hits shown (default 10)")
+    se.add_argument("--timeout", type=float, default=30.0,
+                    help="seconds a search of an Elasticsearch index may take, retries included (default 30)")
     se.add_argument("--json", action="store_true", help="print a JSON list of hits")
     se.set_defaults(func=cmd_search)
