@@ -35,6 +35,12 @@
  *       dedup.reducer.ComparisonReducer.prefix_positional_ok_sampled_many (factor: jaccard / (1 + jaccard)).
  *   containment_many(a, a_total, bs, b_totals, min_size) -> list[(containment, resemblance)]
  *       dedup.deduplicator.containment_many over sorted uint32 (or uint64) sketch keys.
+ *   ef_encode(keys) -> bytes | None
+ *       Sorted (non-decreasing) uint32 keys as an Elias-Fano code (index.local.records, blob DR4): one
+ *       byte l, then each key's low l bits (LSB first), then its high part in unary (bit (key >> l) + i
+ *       set for the i-th key), l chosen for the fewest bytes. None when the keys are not sorted.
+ *   ef_decode(buf, offset, n) -> (bytearray, end)
+ *       The n keys (uint32) of ef_encode's code at offset in buf, and the offset just past it.
  *
  * Plain CPython C API; inputs are read through the buffer protocol with their item sizes checked.
  */
@@ -889,6 +895,125 @@ fail_seq:
     return out;
 }
 
+/* ------------------------------------------------------------------------------------------------ */
+/* ef_encode / ef_decode: Elias-Fano codes of sorted record keys                                    */
+
+static size_t ef_bits(size_t n, uint32_t top, int l) { return n * (size_t)l + n + ((size_t)top >> l); }
+
+static PyObject *ef_encode(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O", &obj))
+        return NULL;
+    Py_buffer kv;
+    if (get_buffer(obj, &kv, 4, "keys") < 0)
+        return NULL;
+    const uint32_t *k = (const uint32_t *)kv.buf;
+    size_t n = (size_t)(kv.len / 4);
+    PyObject *out = NULL;
+    if (!n) {
+        out = PyBytes_FromStringAndSize(NULL, 0);
+        goto done;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (k[i] < k[i - 1]) {
+            out = Py_None;
+            Py_INCREF(out);
+            goto done;
+        }
+    uint32_t top = k[n - 1];
+    int l = 0;
+    for (int c = 1; c < 32; c++)
+        if (ef_bits(n, top, c) < ef_bits(n, top, l))
+            l = c;
+    size_t bits = ef_bits(n, top, l), nbytes = 1 + (bits + 7) / 8;
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)nbytes);
+    if (!out)
+        goto done;
+    uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
+    memset(b, 0, nbytes);
+    b[0] = (uint8_t)l;
+    uint8_t *bits_at = b + 1;
+    uint32_t mask = l ? (uint32_t)((1ULL << l) - 1) : 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t low = k[i] & mask;
+        size_t at = i * (size_t)l;
+        for (int j = 0; j < l; j++, at++)
+            if (low >> j & 1)
+                bits_at[at >> 3] |= (uint8_t)(1u << (at & 7));
+    }
+    size_t base = n * (size_t)l;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = base + ((size_t)k[i] >> l) + i;
+        bits_at[at >> 3] |= (uint8_t)(1u << (at & 7));
+    }
+done:
+    PyBuffer_Release(&kv);
+    return out;
+}
+
+static PyObject *ef_decode(PyObject *self, PyObject *args) {
+    Py_buffer bv;
+    Py_ssize_t offset, n;
+    if (!PyArg_ParseTuple(args, "y*nn", &bv, &offset, &n))
+        return NULL;
+    PyObject *keys = NULL, *out = NULL;
+    const uint8_t *buf = (const uint8_t *)bv.buf;
+    size_t len = (size_t)bv.len;
+    if (offset < 0 || n < 0 || (size_t)offset > len) {
+        PyErr_Format(PyExc_ValueError, "ef_decode: offset %zd, n %zd outside a buffer of %zu bytes", offset, n, len);
+        goto done;
+    }
+    keys = PyByteArray_FromStringAndSize(NULL, n * 4);
+    if (!keys)
+        goto done;
+    if (!n) {
+        out = Py_BuildValue("(On)", keys, offset);
+        goto done;
+    }
+    if ((size_t)offset + 1 > len || buf[offset] > 31) {
+        PyErr_Format(PyExc_ValueError, "ef_decode: no valid code at offset %zd", offset);
+        goto done;
+    }
+    int l = buf[offset];
+    const uint8_t *b = buf + offset + 1;
+    size_t avail = (len - (size_t)offset - 1) * 8, base = (size_t)n * (size_t)l;
+    if (base > avail) {
+        PyErr_SetString(PyExc_ValueError, "ef_decode: code truncated");
+        goto done;
+    }
+    uint32_t *k = (uint32_t *)PyByteArray_AS_STRING(keys);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        size_t at = (size_t)i * (size_t)l;
+        uint64_t w = 0;
+        size_t first = at >> 3, last = (at + (size_t)l + 7) >> 3; /* bytes holding the l bits */
+        for (size_t j = first; j < last && j < avail / 8; j++)
+            w |= (uint64_t)b[j] << (8 * (j - first));
+        k[i] = l ? (uint32_t)((w >> (at & 7)) & ((1ULL << l) - 1)) : 0;
+    }
+    Py_ssize_t found = 0;
+    size_t at = base;
+    while (found < n && at < avail) {
+        uint8_t byte = b[at >> 3] >> (at & 7);
+        if (!byte) {
+            at = (at | 7) + 1;
+            continue;
+        }
+        at += (size_t)__builtin_ctz(byte);
+        k[found] |= (uint32_t)((at - base - (size_t)found) << l);
+        found++;
+        at++;
+    }
+    if (found < n) {
+        PyErr_SetString(PyExc_ValueError, "ef_decode: code truncated");
+        goto done;
+    }
+    out = Py_BuildValue("(On)", keys, offset + 1 + (Py_ssize_t)((at + 7) / 8));
+done:
+    Py_XDECREF(keys);
+    PyBuffer_Release(&bv);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"shingle_sketch", shingle_sketch, METH_VARARGS,
      "shingle_sketch(hashes, n, k): the bottom-k distinct word n-gram hashes, their first positions (uint8) "
@@ -912,6 +1037,10 @@ static PyMethodDef methods[] = {
     {"prefix_positional_many", prefix_positional_many, METH_VARARGS,
      "prefix_positional_many(r, samples, sizes, jaccard, factor): the comparison reducer's prefix and "
      "positional filters of r against each sampled set."},
+    {"ef_encode", ef_encode, METH_VARARGS,
+     "ef_encode(keys): sorted uint32 keys as an Elias-Fano code (bytes), or None when they are not sorted."},
+    {"ef_decode", ef_decode, METH_VARARGS,
+     "ef_decode(buf, offset, n): the n uint32 keys (bytes) of the Elias-Fano code at offset, and its end."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._fast", NULL, -1, methods};

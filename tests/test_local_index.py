@@ -428,8 +428,12 @@ def test_blob_round_trip():
     empty = make_record(rng, 0)
     empty.shingles = np.zeros(0, np.uint32)
     empty.extra = {}
-    for r in (empty, make_record(rng, 1), make_record(rng, 5)):
-        blob = encode_blob(r)
+    unsorted = make_record(rng, 2)
+    unsorted.terms = unsorted.terms[::-1].copy()  # not sorted: written as DR3, read back as given
+    for r, version, magic in ((empty, 4, b"DR4\0"), (make_record(rng, 1), 4, b"DR4\0"), (make_record(rng, 5), 4, b"DR4\0"),
+                              (make_record(rng, 5), 3, b"DR2\0"), (unsorted, 4, b"DR3\0")):
+        blob = encode_blob(r, version)
+        assert blob[:4] == magic
         out = decode_blob(blob)
         for name, dtype in Record._ARRAYS.items():
             assert np.array_equal(out[name], getattr(r, name)) and out[name].dtype == dtype
@@ -439,6 +443,28 @@ def test_blob_round_trip():
             r.shingle_count, r.term_count, np.float32(r.tdw_norm))
     with pytest.raises(ValueError, match="format"):
         decode_blob(b"XXXX" + bytes(28))
+    wide = make_record(rng, 5)
+    wide.shingles = np.array([1, 2**24], dtype=np.uint32)
+    with pytest.raises(ValueError, match="below 2"):
+        encode_blob(wide)
+
+
+def test_dr4_keys_take_fewer_bytes_and_sizes_of_real_sketches():
+    """A bottom-128 sketch of a 335-shingle page: its keys lie below ~128/335 of the 24-bit range, ~17 bits
+    a key coded, against 24 in DR3; a record of uniform keys still gains a little."""
+    from dedup import _fast
+
+    rng = np.random.default_rng(13)
+    for n, top in ((128, 2**24 * 128 // 335), (48, 2**24), (32, 2**24 * 32 // 331), (1, 5), (3, 1)):
+        keys = np.sort(rng.choice(top, n, replace=False) if n <= top else rng.integers(0, top, n)).astype(np.uint32)
+        code = _fast.ef_encode(keys)
+        assert len(code) <= 3 * n + 1
+        got, end = _fast.ef_decode(b"ab" + code + b"cd", 2, n)
+        assert np.array_equal(np.frombuffer(got, np.uint32), keys) and end == 2 + len(code)
+    assert len(_fast.ef_encode(np.sort(rng.choice(2**24 * 128 // 335, 128, replace=False)).astype(np.uint32))) < 290
+    assert _fast.ef_encode(np.array([3, 1], dtype=np.uint32)) is None
+    with pytest.raises(ValueError, match="truncated"):
+        _fast.ef_decode(_fast.ef_encode(np.arange(0, 1000, 10, dtype=np.uint32))[:-5], 0, 100)
 
 
 def test_reopen_gives_identical_answers(tmp_path):

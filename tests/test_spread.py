@@ -98,14 +98,17 @@ def test_positions_round_trip_and_records_without_them_still_decide(tmp_path):
     again = Record.from_dict(json.loads(json.dumps(rec.to_dict())))  # Elasticsearch's document
     assert np.array_equal(again.shingle_positions, rec.shingle_positions)
     blob = encode_blob(rec)
-    assert blob[:4] == b"DR3\0" and np.array_equal(decode_blob(blob)["shingle_positions"], rec.shingle_positions)
+    assert blob[:4] == b"DR4\0" and np.array_equal(decode_blob(blob)["shingle_positions"], rec.shingle_positions)
+    dr3 = encode_blob(rec, version=3)  # as an index written before DR4 holds it
+    assert dr3[:4] == b"DR3\0" and np.array_equal(decode_blob(dr3)["shingle_positions"], rec.shingle_positions)
     # stored before positions: an ES document without the field, a DR2 blob
     doc = rec.to_dict()
     del doc["shingle_positions"]
     old = Record.from_dict(doc)
     assert old.shingle_positions.size == 0 and np.array_equal(old.shingles, rec.shingles)
-    old_blob = encode_blob(old)
-    assert old_blob[:4] == b"DR2\0" and len(blob) - len(old_blob) == rec.shingles.size
+    old_blob = encode_blob(old, version=3)
+    assert old_blob[:4] == b"DR2\0" and len(dr3) - len(old_blob) == rec.shingles.size
+    assert len(blob) - len(encode_blob(old)) == rec.shingles.size  # DR4 without positions
     assert decode_blob(old_blob)["shingle_positions"].size == 0
     # the record without positions is the smaller page: the score is unknown, the page still decided
     longer = parse_page(_html(_sentences(0, 40) + _sentences(500, 30, "z"), "Story, longer"), "http://b.example/s")

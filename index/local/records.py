@@ -1,7 +1,18 @@
 """A record as a row of ``dedup.sqlite``: its ``data`` blob (the compact arrays of
 :mod:`dedup.record`) and the conversion of a row back to a :class:`~dedup.record.Record`.
 
-Blob ``DR3`` (this version): ``DR2``'s layout with the shingle keys' positions (one byte a key,
+Blob ``DR4`` (this version): ``DR3``'s arrays, the three arrays of sorted keys (shingle sketch, term
+keys, term sample) each as an Elias-Fano code (``dedup._fast.ef_encode``: per key its low ``l`` bits
+and its high part in unary, ``l`` chosen for the fewest bytes) instead of 3 bytes a key: a bottom-128
+sketch of a 335-shingle page takes ~280 bytes instead of 384, ~150 fewer a record in all, the same
+keys read back.  A 38-byte header -- magic ``b"DR4\0"``, uint16 lengths (in elements) of shingles,
+terms, term sample, signature and positions (0 or the shingles'), uint16 byte length of the three codes,
+uint32 ``shingle_count``, ``term_count``, float32 ``tdw_norm``, the signature's grid (float32 low and
+step), uint16 byte length of ``extra`` -- then the codes, the float16 weights, the signature's grid
+codes, the positions and ``extra``.  A record whose keys are not sorted, or whose codes or ``extra``
+pass 65,535 bytes, is written as ``DR3`` (or ``DR2``).
+
+Blob ``DR3``: ``DR2``'s layout with the shingle keys' positions (one byte a key,
 :data:`dedup.record.POSITION_LEVELS`) between the signature's codes and ``extra``; a record without
 positions (one stored before them, copied) is written as ``DR2``.
 
@@ -26,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dedup import _fast
 from dedup.bits import MASK64
 from dedup.record import KEY_BITS, Record, compact_arrays, signature_grid
 
@@ -37,6 +49,8 @@ COLUMNS = "id, url, content_hash, title_key, simhash, status, duplicate_of, fetc
 _MAGIC = b"DR2\0"
 _MAGIC3 = b"DR3\0"  # DR2 + positions
 _HEADER = struct.Struct("<4s4H2I3fI")
+_MAGIC4 = b"DR4\0"  # DR3's arrays, the keys Elias-Fano coded
+_HEADER4 = struct.Struct("<4s6H2I3fH")
 _U32, _F16 = np.dtype("<u4"), np.dtype("<f2")
 _KEY_BYTES = 3
 assert KEY_BITS <= 8 * _KEY_BYTES
@@ -50,10 +64,13 @@ def _array(values: Any, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=dtype).reshape(-1)
 
 
-def _pack_keys(keys: np.ndarray) -> bytes:
-    """24-bit keys (uint32 below 2**24) as 3 little-endian bytes each."""
+def _check_keys(keys: np.ndarray) -> None:
     if keys.size and int(keys.max()) >> 8 * _KEY_BYTES:
         raise ValueError(f"record keys must be below 2**{8 * _KEY_BYTES}: make them with dedup.record.term_keys")
+
+
+def _pack_keys(keys: np.ndarray) -> bytes:
+    """24-bit keys (uint32 below 2**24) as 3 little-endian bytes each."""
     return keys.view(np.uint8).reshape(-1, 4)[:, :_KEY_BYTES].tobytes()
 
 
@@ -70,8 +87,9 @@ def _unpack_keys(buf: bytes, n: int, offset: int) -> np.ndarray:
     return np.ndarray((n,), dtype=_U32, buffer=buf, offset=offset, strides=(_KEY_BYTES,)) & _KEY_MASK
 
 
-def encode_blob(record: Record) -> bytes:
-    """The ``data`` column of ``record``: its compact arrays, counts and ``extra``."""
+def encode_blob(record: Record, version: int = 4) -> bytes:
+    """The ``data`` column of ``record``: its compact arrays, counts and ``extra`` (``version`` 3: as
+    ``DR3``/``DR2`` were written, for what must write an older index's format)."""
     shingles, terms = _array(record.shingles, _U32), _array(record.terms, _U32)
     sample, weights = _array(record.term_sample, _U32), _array(record.weights, _F16)
     sig = _array(record.signature, np.float32)
@@ -85,6 +103,15 @@ def encode_blob(record: Record) -> bytes:
     if max(shingles.size, terms.size, sample.size, sig.size) > 0xFFFF:
         raise ValueError("a record's arrays hold at most 65,535 values: make it with dedup.record.compact_arrays")
     extra = json.dumps(record.extra, separators=(",", ":")).encode("utf-8") if record.extra else b""
+    for keys in (shingles, terms, sample):
+        _check_keys(keys)
+    codes_ = [_fast.ef_encode(keys) for keys in (shingles, terms, sample)] if version >= 4 else [None]
+    if version >= 4 and None not in codes_ and sum(map(len, codes_)) <= 0xFFFF and len(extra) <= 0xFFFF:
+        keys = b"".join(codes_)
+        header = _HEADER4.pack(_MAGIC4, shingles.size, terms.size, sample.size, sig.size, positions.size, len(keys),
+                               int(record.shingle_count), int(record.term_count), float(record.tdw_norm), low, step,
+                               len(extra))
+        return b"".join((header, keys, weights.tobytes(), codes.tobytes(), positions.tobytes(), extra))
     header = _HEADER.pack(_MAGIC3 if positions.size else _MAGIC, shingles.size, terms.size, sample.size, sig.size, int(record.shingle_count),
                           int(record.term_count), float(record.tdw_norm), low, step, len(extra))
     return b"".join((header, _pack_keys(shingles), _pack_keys(terms), _pack_keys(sample), weights.tobytes(),
@@ -92,8 +119,10 @@ def encode_blob(record: Record) -> bytes:
 
 
 def decode_blob(blob: bytes) -> dict[str, Any]:
-    """The record fields held in a ``data`` column value (``DR3``, ``DR2``, or ``DR1`` converted)."""
+    """The record fields held in a ``data`` column value (``DR4``, ``DR3``, ``DR2``, or ``DR1`` converted)."""
     magic = bytes(blob[:4])
+    if magic == _MAGIC4:
+        return _decode_dr4(blob)
     if magic == _MAGIC1:
         return _decode_dr1(blob)
     if magic not in (_MAGIC, _MAGIC3):
@@ -109,6 +138,26 @@ def decode_blob(blob: bytes) -> dict[str, Any]:
     out["signature"] = _signature(blob, n_sig, offset, low, step)
     offset += n_sig
     n_pos = n_sh if magic == _MAGIC3 else 0
+    out["shingle_positions"] = np.frombuffer(blob, dtype=np.uint8, count=n_pos, offset=offset).copy()
+    offset += n_pos
+    out["extra"] = json.loads(bytes(blob[offset:offset + n_extra])) if n_extra else {}
+    return out
+
+
+def _decode_dr4(blob: bytes) -> dict[str, Any]:
+    _, n_sh, n_terms, n_sample, n_sig, n_pos, n_keys, shingle_count, term_count, norm, low, step, n_extra = \
+        _HEADER4.unpack_from(blob)
+    out: dict[str, Any] = {"shingle_count": shingle_count, "term_count": term_count, "tdw_norm": norm}
+    offset = _HEADER4.size
+    for name, n in (("shingles", n_sh), ("terms", n_terms), ("term_sample", n_sample)):
+        keys, offset = _fast.ef_decode(blob, offset, n)
+        out[name] = np.frombuffer(keys, dtype=np.uint32)
+    if offset != _HEADER4.size + n_keys:
+        raise ValueError(f"record data DR4: key codes of {offset - _HEADER4.size} bytes, header says {n_keys}")
+    out["weights"] = np.frombuffer(blob, dtype=_F16, count=n_terms, offset=offset).copy()
+    offset += 2 * n_terms
+    out["signature"] = _signature(blob, n_sig, offset, low, step)
+    offset += n_sig
     out["shingle_positions"] = np.frombuffer(blob, dtype=np.uint8, count=n_pos, offset=offset).copy()
     offset += n_pos
     out["extra"] = json.loads(bytes(blob[offset:offset + n_extra])) if n_extra else {}
@@ -140,7 +189,11 @@ def _decode_dr1(blob: bytes) -> dict[str, Any]:
 
 def signature_of_blob(blob: bytes) -> np.ndarray:
     """The signature (float32) of a ``data`` column value, parsing no other array."""
-    if bytes(blob[:4]) == _MAGIC1:
+    magic = bytes(blob[:4])
+    if magic == _MAGIC4:
+        _, _, n_terms, _, n_sig, _, n_keys, _, _, _, low, step, _ = _HEADER4.unpack_from(blob)
+        return _signature(blob, n_sig, _HEADER4.size + n_keys + 2 * n_terms, low, step)
+    if magic == _MAGIC1:
         n_sig = _HEADER1.unpack_from(blob)[1]
         return np.frombuffer(blob, dtype=_F32, count=n_sig, offset=_HEADER1.size)
     _, n_sh, n_terms, n_sample, n_sig, _, _, _, low, step, _ = _HEADER.unpack_from(blob)
