@@ -39,8 +39,9 @@
  *       Sorted (non-decreasing) uint32 keys as an Elias-Fano code (index.local.records, blob DR4): one
  *       byte l, then each key's low l bits (LSB first), then its high part in unary (bit (key >> l) + i
  *       set for the i-th key), l chosen for the fewest bytes. None when the keys are not sorted.
- *   ef_decode(buf, offset, n) -> (bytearray, end)
- *       The n keys (uint32) of ef_encode's code at offset in buf, and the offset just past it.
+ *   ef_decode(buf, offset, n, ...) -> (bytearray, end)
+ *       The keys (uint32) of consecutive ef_encode codes of n, ... keys from offset in buf (one array), and
+ *       the offset just past them.
  *
  * Plain CPython C API; inputs are read through the buffer protocol with their item sizes checked.
  */
@@ -951,41 +952,25 @@ done:
     return out;
 }
 
-static PyObject *ef_decode(PyObject *self, PyObject *args) {
-    Py_buffer bv;
-    Py_ssize_t offset, n;
-    if (!PyArg_ParseTuple(args, "y*nn", &bv, &offset, &n))
-        return NULL;
-    PyObject *keys = NULL, *out = NULL;
-    const uint8_t *buf = (const uint8_t *)bv.buf;
-    size_t len = (size_t)bv.len;
-    if (offset < 0 || n < 0 || (size_t)offset > len) {
-        PyErr_Format(PyExc_ValueError, "ef_decode: offset %zd, n %zd outside a buffer of %zu bytes", offset, n, len);
-        goto done;
-    }
-    keys = PyByteArray_FromStringAndSize(NULL, n * 4);
-    if (!keys)
-        goto done;
-    if (!n) {
-        out = Py_BuildValue("(On)", keys, offset);
-        goto done;
-    }
+/* the n keys of the code at offset into k; the offset past it, or -1 with an exception set */
+static Py_ssize_t ef_decode_one(const uint8_t *buf, size_t len, Py_ssize_t offset, Py_ssize_t n, uint32_t *k) {
+    if (!n)
+        return offset;
     if ((size_t)offset + 1 > len || buf[offset] > 31) {
         PyErr_Format(PyExc_ValueError, "ef_decode: no valid code at offset %zd", offset);
-        goto done;
+        return -1;
     }
     int l = buf[offset];
     const uint8_t *b = buf + offset + 1;
     size_t avail = (len - (size_t)offset - 1) * 8, base = (size_t)n * (size_t)l;
     if (base > avail) {
         PyErr_SetString(PyExc_ValueError, "ef_decode: code truncated");
-        goto done;
+        return -1;
     }
-    uint32_t *k = (uint32_t *)PyByteArray_AS_STRING(keys);
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)l;
         uint64_t w = 0;
-        size_t first = at >> 3, last = (at + (size_t)l + 7) >> 3; /* bytes holding the l bits */
+        size_t first = at >> 3, last = (at + (size_t)l + 7) >> 3; /* the bytes holding the l bits */
         for (size_t j = first; j < last && j < avail / 8; j++)
             w |= (uint64_t)b[j] << (8 * (j - first));
         k[i] = l ? (uint32_t)((w >> (at & 7)) & ((1ULL << l) - 1)) : 0;
@@ -1005,9 +990,52 @@ static PyObject *ef_decode(PyObject *self, PyObject *args) {
     }
     if (found < n) {
         PyErr_SetString(PyExc_ValueError, "ef_decode: code truncated");
+        return -1;
+    }
+    return offset + 1 + (Py_ssize_t)((at + 7) / 8);
+}
+
+static PyObject *ef_decode(PyObject *self, PyObject *args) {
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (nargs < 3) {
+        PyErr_SetString(PyExc_TypeError, "ef_decode(buf, offset, n, ...): buf, offset and at least one n");
+        return NULL;
+    }
+    Py_buffer bv;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 0), &bv, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *keys = NULL, *out = NULL;
+    Py_ssize_t offset = PyNumber_AsSsize_t(PyTuple_GET_ITEM(args, 1), PyExc_OverflowError), total = 0;
+    Py_ssize_t ns[8];
+    if (nargs - 2 > 8) {
+        PyErr_SetString(PyExc_TypeError, "ef_decode: at most 8 codes at once");
         goto done;
     }
-    out = Py_BuildValue("(On)", keys, offset + 1 + (Py_ssize_t)((at + 7) / 8));
+    for (Py_ssize_t j = 2; j < nargs; j++) {
+        ns[j - 2] = PyNumber_AsSsize_t(PyTuple_GET_ITEM(args, j), PyExc_OverflowError);
+        if (ns[j - 2] < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "ef_decode: negative n");
+            goto done;
+        }
+        total += ns[j - 2];
+    }
+    if (offset < 0 || (size_t)offset > (size_t)bv.len) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "ef_decode: offset %zd outside a buffer of %zd bytes", offset, bv.len);
+        goto done;
+    }
+    keys = PyByteArray_FromStringAndSize(NULL, total * 4);
+    if (!keys)
+        goto done;
+    uint32_t *k = (uint32_t *)PyByteArray_AS_STRING(keys);
+    for (Py_ssize_t j = 0; j < nargs - 2; j++) {
+        offset = ef_decode_one((const uint8_t *)bv.buf, (size_t)bv.len, offset, ns[j], k);
+        if (offset < 0)
+            goto done;
+        k += ns[j];
+    }
+    out = Py_BuildValue("(On)", keys, offset);
 done:
     Py_XDECREF(keys);
     PyBuffer_Release(&bv);
@@ -1040,7 +1068,8 @@ static PyMethodDef methods[] = {
     {"ef_encode", ef_encode, METH_VARARGS,
      "ef_encode(keys): sorted uint32 keys as an Elias-Fano code (bytes), or None when they are not sorted."},
     {"ef_decode", ef_decode, METH_VARARGS,
-     "ef_decode(buf, offset, n): the n uint32 keys (bytes) of the Elias-Fano code at offset, and its end."},
+     "ef_decode(buf, offset, n, ...): the keys (uint32 bytes) of consecutive Elias-Fano codes of n, ... keys "
+     "from offset, and the offset past them."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._fast", NULL, -1, methods};

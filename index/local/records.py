@@ -148,10 +148,9 @@ def _decode_dr4(blob: bytes) -> dict[str, Any]:
     _, n_sh, n_terms, n_sample, n_sig, n_pos, n_keys, shingle_count, term_count, norm, low, step, n_extra = \
         _HEADER4.unpack_from(blob)
     out: dict[str, Any] = {"shingle_count": shingle_count, "term_count": term_count, "tdw_norm": norm}
-    offset = _HEADER4.size
-    for name, n in (("shingles", n_sh), ("terms", n_terms), ("term_sample", n_sample)):
-        keys, offset = _fast.ef_decode(blob, offset, n)
-        out[name] = np.frombuffer(keys, dtype=np.uint32)
+    keys, offset = _fast.ef_decode(blob, _HEADER4.size, n_sh, n_terms, n_sample)  # the three arrays at once
+    keys = np.frombuffer(keys, dtype=np.uint32)
+    out["shingles"], out["terms"], out["term_sample"] = keys[:n_sh], keys[n_sh:n_sh + n_terms], keys[n_sh + n_terms:]
     if offset != _HEADER4.size + n_keys:
         raise ValueError(f"record data DR4: key codes of {offset - _HEADER4.size} bytes, header says {n_keys}")
     out["weights"] = np.frombuffer(blob, dtype=_F16, count=n_terms, offset=offset).copy()
