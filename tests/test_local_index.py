@@ -779,3 +779,72 @@ def test_record_size_is_bounded():
     rec = Record(url="u", content_hash="h", title_key="t", simhash=1, ref_id=REF, sentences=400, **arrays)
     assert rec.shingle_positions.size == rec.shingles.size == SKETCH
     assert len(encode_blob(rec)) <= 1000 + SKETCH
+
+
+_SCHEMA3 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE records (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, content_hash TEXT NOT NULL,
+    title_key TEXT NOT NULL, simhash INTEGER NOT NULL, status TEXT NOT NULL, duplicate_of TEXT,
+    fetched_at REAL NOT NULL, ref_id TEXT NOT NULL, sentences INTEGER NOT NULL, title TEXT NOT NULL, data BLOB NOT NULL);
+CREATE INDEX records_content_hash ON records(content_hash);
+CREATE INDEX records_title_key ON records(title_key);
+CREATE INDEX records_url ON records(url);
+CREATE INDEX records_simhash ON records(simhash);
+"""
+
+
+def test_schema3_index_opens_and_grows(tmp_path):
+    """An index written before schema 4 (text keys and ref_id in every row, DR3 blobs) opens: its records read
+    as written, its keys found, and records added to it are stored in its own columns (DR4 blobs)."""
+    from index.local.records import to_signed
+
+    rng = np.random.default_rng(21)
+    hexkeys = [make_record(rng, i, content_hash=f"{i:032x}", title_key=f"{i * 7:016x}") for i in range(6)]
+    path = tmp_path / "ix"
+    path.mkdir()
+    db = sqlite3.connect(path / "dedup.sqlite")
+    with db:
+        db.executescript(_SCHEMA3)
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [("schema_version", "3"), ("k", "3"), ("blocks", "5"),
+                                                          ("ref_id", REF), ("dim", str(DIM))])
+        db.executemany("INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, "
+                       "ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                       [(r.url, r.content_hash, r.title_key, to_signed(r.simhash), r.status, r.duplicate_of, r.fetched_at,
+                         r.ref_id, r.sentences, r.title, encode_blob(r, version=3)) for r in hexkeys[:4]])
+    db.close()
+    with LocalIndex(path) as ix:
+        assert not ix._keys_binary
+        got = ix.get([1, 2, 3, 4])
+        assert [(r.content_hash, r.title_key, r.ref_id) for r in got] == [
+            (r.content_hash, r.title_key, REF) for r in hexkeys[:4]]
+        assert ix.lookup("content_hash", hexkeys[2].content_hash) == [3]
+        for r in hexkeys[4:]:
+            ix.add(r)
+        assert ix.lookup("title_key", hexkeys[5].title_key) == [6] and ix.check(None)["ok"]
+    db = sqlite3.connect(path / "dedup.sqlite")
+    rows = db.execute("SELECT typeof(content_hash), ref_id, substr(data, 1, 3) FROM records ORDER BY id").fetchall()
+    db.close()
+    assert rows == [("text", REF, b"DR3" if r.shingle_positions.size else b"DR2") for r in hexkeys[:4]] + [
+        ("text", REF, b"DR4")] * 2
+
+
+def test_schema4_rows_hold_key_bytes_and_no_ref_id(tmp_path):
+    """A new index stores the featurizer's hex keys as their bytes and the reference text once (meta); keys of
+    any other form are kept as text, and every key reads back and is found as it was given."""
+    rng = np.random.default_rng(22)
+    records = [make_record(rng, 0, content_hash="ab" * 16, title_key="cd" * 8),
+               make_record(rng, 1, content_hash="", title_key=""),
+               make_record(rng, 2, content_hash="AB" * 16, title_key="not hex at all!!")]
+    with LocalIndex(tmp_path / "ix") as ix:
+        ids = [ix.add(r) for r in records]
+        for r, rid in zip(records, ids):
+            (back,) = ix.get([rid])
+            assert (back.content_hash, back.title_key, back.ref_id) == (r.content_hash, r.title_key, REF)
+            assert rid in ix.lookup("title_key", r.title_key)
+        assert ix.lookup("content_hash", "ab" * 16) == [ids[0]] and ix.lookup("content_hash", "AB" * 16) == [ids[2]]
+        assert ix.check(None)["ref_ids"] == [REF]
+    db = sqlite3.connect(tmp_path / "ix" / "dedup.sqlite")
+    rows = db.execute("SELECT content_hash, title_key, ref_id FROM records ORDER BY id").fetchall()
+    db.close()
+    assert rows == [(bytes.fromhex("ab" * 16), bytes.fromhex("cd" * 8), None), ("", "", None),
+                    ("AB" * 16, "not hex at all!!", None)]

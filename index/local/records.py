@@ -41,7 +41,7 @@ from dedup import _fast
 from dedup.bits import MASK64
 from dedup.record import KEY_BITS, Record, compact_arrays, signature_grid
 
-__all__ = ["encode_blob", "decode_blob", "record_of_row", "COLUMNS", "DB_NAME", "to_signed"]
+__all__ = ["encode_blob", "decode_blob", "record_of_row", "COLUMNS", "DB_NAME", "to_signed", "key_value", "key_text"]
 
 DB_NAME = "dedup.sqlite"
 COLUMNS = "id, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref_id, sentences, title, data"
@@ -205,11 +205,29 @@ def to_signed(fp: int) -> int:
     return fp - (1 << 64) if fp >= 1 << 63 else fp
 
 
-def record_of_row(row: tuple) -> Record:
-    """The :class:`Record` of a ``SELECT {COLUMNS}`` row."""
-    rid, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref_id, sentences, title, data = row
+_HEX = frozenset("0123456789abcdef")
+
+
+def key_value(key: str) -> bytes | str:
+    """An exact key (``content_hash``, ``title_key``) as a schema-4 row holds it: the bytes of the 32 or 16
+    lowercase hex digits the featurizer makes (xxh3-128, xxh3-64), any other text as it is (so a key and its
+    column value map one to one: :func:`key_text` gives the key back)."""
+    if len(key) in (16, 32) and _HEX.issuperset(key):
+        return bytes.fromhex(key)
+    return key
+
+
+def key_text(value: bytes | str) -> str:
+    """The exact key a column value of :func:`key_value` holds."""
+    return value.hex() if isinstance(value, bytes) else value
+
+
+def record_of_row(row: tuple, ref_id: str | None = None) -> Record:
+    """The :class:`Record` of a ``SELECT {COLUMNS}`` row (``ref_id``: the index's, for a row that holds none:
+    schema 4 keeps it once, in ``meta``)."""
+    rid, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref, sentences, title, data = row
     return Record(
-        id=rid, url=url, content_hash=content_hash, title_key=title_key, simhash=simhash & MASK64,
-        status=status, duplicate_of=duplicate_of, fetched_at=fetched_at, ref_id=ref_id,
+        id=rid, url=url, content_hash=key_text(content_hash), title_key=key_text(title_key), simhash=simhash & MASK64,
+        status=status, duplicate_of=duplicate_of, fetched_at=fetched_at, ref_id=ref if ref is not None else ref_id,
         sentences=sentences, title=title, **decode_blob(data),
     )

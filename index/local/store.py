@@ -33,7 +33,7 @@ from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
 
 from . import lock
 from .cache import DEFAULT_SIZE as _CACHE_SIZE, RecordCache
-from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, record_of_row as _record, signature_of_blob, to_signed
+from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed
 from .vectors import CENTRED, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, VECTOR_DTYPES, \
     SignatureVectors
 
@@ -43,7 +43,9 @@ log = logging.getLogger("index.local")
 
 #: 2: records are compact (blob DR2); version-1 indexes open and their DR1 records are read too.
 #: 3: records carry their shingle keys' positions (blob DR3); DR2 and DR1 records are read (no positions)
-SCHEMA_VERSION = 3
+#: 4: blob DR4 (keys Elias-Fano coded); a new index's rows hold the exact keys as bytes and no ref_id
+#: (docs/performance.md#bytes-per-record); an index made before keeps its columns, and DR1-DR3 records are read
+SCHEMA_VERSION = 4
 _SQL_VARS = 500  # ids per "IN (...)" statement
 PAGE_SIZE = 8192  # SQLite page size of a new index file
 DEFAULT_K, DEFAULT_BLOCKS = 3, 5  # a new index's simhash tables: C(5, 3) = 10 tables
@@ -53,13 +55,13 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     url TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    title_key TEXT NOT NULL,
+    content_hash BLOB NOT NULL,
+    title_key BLOB NOT NULL,
     simhash INTEGER NOT NULL,
     status TEXT NOT NULL,
     duplicate_of TEXT,
     fetched_at REAL NOT NULL,
-    ref_id TEXT NOT NULL,
+    ref_id TEXT,
     sentences INTEGER NOT NULL,
     title TEXT NOT NULL,
     data BLOB NOT NULL
@@ -71,6 +73,10 @@ CREATE INDEX IF NOT EXISTS records_simhash ON records(simhash);
 """
 # records_simhash is not for lookups: it makes "SELECT id, simhash" (rebuilding the tables
 # on open) a scan of a compact covering index instead of every row's page and blob.
+# Schema 4 (a new index): content_hash and title_key hold the featurizer's hex keys as their bytes
+# (records.key_value: 16 and 8 instead of 32 and 16, in the row and in its index) and ref_id is NULL,
+# the index's own being in meta (a row once held 25 bytes of it). An index made before keeps its
+# text columns (``_keys_binary`` False) and gets rows as it always did, with DR4 blobs.
 
 
 class LocalIndex(SignatureVectors):
@@ -142,6 +148,8 @@ class LocalIndex(SignatureVectors):
         db.execute("PRAGMA busy_timeout=5000")
         with db:
             db.executescript(_SCHEMA)
+        declared = db.execute("SELECT type FROM pragma_table_info('records') WHERE name = 'content_hash'").fetchone()[0]
+        self._keys_binary = declared.upper() == "BLOB"  # schema 4's row (see _SCHEMA)
 
     def _meta(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
@@ -224,20 +232,29 @@ class LocalIndex(SignatureVectors):
                 self._save_vectors()
             return record.id
 
-    @staticmethod
-    def _row(record: Record, blob: bytes) -> tuple:
+    def _row(self, record: Record, blob: bytes) -> tuple:
+        if self._keys_binary:  # schema 4: the keys' bytes, no ref_id (the index's, checked by add)
+            return (record.url, key_value(record.content_hash), key_value(record.title_key), to_signed(record.simhash),
+                    record.status, record.duplicate_of, float(record.fetched_at), None, int(record.sentences),
+                    record.title or "", blob)
         return (record.url, record.content_hash, record.title_key, to_signed(record.simhash), record.status,
                 record.duplicate_of, float(record.fetched_at), record.ref_id, int(record.sentences),
                 record.title or "", blob)
 
-    @staticmethod
-    def _claim(db: sqlite3.Connection, record: Record, own: int | None) -> None:
+    def _key(self, key: str) -> bytes | str:
+        """An exact key as this index's rows hold it."""
+        return key_value(key) if self._keys_binary else key
+
+    def _record(self, row: tuple) -> Record:
+        return record_of_row(row, self.ref_id)
+
+    def _claim(self, db: sqlite3.Connection, record: Record, own: int | None) -> None:
         """Raise KeyTaken when another record than ``own`` claims ``record``'s content (the writer
         lock makes check-then-write atomic)."""
         if not claims_content(record):
             return
         holder = db.execute("SELECT id FROM records WHERE content_hash = ? AND status != 'exact_duplicate' "
-                            "AND id != ? ORDER BY id LIMIT 1", (record.content_hash, own or 0)).fetchone()
+                            "AND id != ? ORDER BY id LIMIT 1", (self._key(record.content_hash), own or 0)).fetchone()
         if holder:
             raise KeyTaken(record.content_hash, holder[0])
 
@@ -280,7 +297,7 @@ class LocalIndex(SignatureVectors):
             raise ValueError(f"unknown exact key kind {kind!r}; valid: {', '.join(EXACT_KEYS)}")
         with self._mutex:
             rows = self._require_open().execute(
-                f"SELECT id FROM records WHERE {kind} = ? ORDER BY id", (key,)).fetchall()
+                f"SELECT id FROM records WHERE {kind} = ? ORDER BY id", (self._key(key),)).fetchall()
         return [r[0] for r in rows]
 
     def near_simhash(self, fingerprint: int) -> list[tuple[int, int]]:
@@ -342,7 +359,7 @@ class LocalIndex(SignatureVectors):
             if missing:
                 put = self._cache.put
                 for row in self._select(f"SELECT {_COLUMNS} FROM records WHERE id IN ({{}})", missing):
-                    found[row[0]] = put(_record(row))
+                    found[row[0]] = put(self._record(row))
         return [found[i] for i in wanted if i in found]
 
     def remove(self, record_id: int) -> bool:
@@ -419,7 +436,7 @@ class LocalIndex(SignatureVectors):
             if not rows:
                 return
             for row in rows:
-                yield _record(row)
+                yield self._record(row)
             last = rows[-1][0]
 
     def by_url(self, url: str) -> Record | None:
@@ -427,7 +444,7 @@ class LocalIndex(SignatureVectors):
         with self._mutex:
             row = self._require_open().execute(
                 f"SELECT {_COLUMNS} FROM records WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
-        return _record(row) if row else None
+        return self._record(row) if row else None
 
     def check(self, sample: int | None = 1000, *, sqlite_integrity: bool = False) -> dict[str, Any]:
         """Compare the derived structures with SQLite; ``report["ok"]`` says whether all agree.
@@ -444,7 +461,7 @@ class LocalIndex(SignatureVectors):
             ids = np.array([r[0] for r in rows], dtype=np.int64)
             report: dict[str, Any] = {"records": len(rows), "tables": len(self.tables),
                                       "vectors": 0 if self._vectors is None else len(self._vectors)}
-            ref_ids = [r[0] for r in db.execute("SELECT DISTINCT ref_id FROM records")]
+            ref_ids = [r[0] for r in db.execute("SELECT DISTINCT coalesce(ref_id, ?) FROM records", (self.ref_id,))]
             report["ref_ids"] = ref_ids
             problems = []
             if ref_ids and ref_ids != [self.ref_id]:
