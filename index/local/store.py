@@ -90,33 +90,29 @@ class LocalIndex(SignatureVectors):
     ``autosave``: save the vector index after this many adds since the last save (and at
     least 10% of its size); ``0`` saves only on flush/close.
     ``vector_dtype`` / ``connectivity`` / ``expansion_search``: scalars, graph degree and
-    search breadth of the HNSW index over the signatures (default ``"f16"``, 16 and 128;
-    ``"i8"``: centred vectors, 14 and 256, ~170 fewer bytes per document, every near-copy
-    still found but the tail of the top 20 a little less exact and nearest() ~0.6 ms
-    slower at 1M: see docs/performance.md).  A saved vector file made with
-    other values is rebuilt from SQLite on open.
+    search breadth of the HNSW index over the signatures; ``vector_dtype=None`` (default) takes
+    the index's own: the one it was last opened with, ``"f16"`` for an index with records made
+    before the index kept it, ``"i8"`` for a new one (centred vectors, 14 and 256: within
+    512 bytes of RAM a record; ``"f16"``: 16 and 128, ~170 more bytes a record, the tail of the
+    top 20 a little more exact and nearest() faster at 1M: see docs/performance.md).  A saved
+    vector file made with other values is rebuilt from SQLite on open.
     ``record_cache``: decoded records kept for the next :meth:`get` (:mod:`index.local.cache`;
     ~3.3 KB each, 4,096 by default: ~14 MB at most; ``0`` keeps none).
     """
 
     def __init__(self, path: str | os.PathLike, *, k: int | None = None, blocks: int | None = None,
                  synchronous: str = "NORMAL", exact_below: int = 20_000, expansion_search: int | None = None,
-                 autosave: int = 10_000, vector_dtype: str = "f16", connectivity: int | None = None,
+                 autosave: int = 10_000, vector_dtype: str | None = None, connectivity: int | None = None,
                  record_cache: int = _CACHE_SIZE) -> None:
         if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be NORMAL, FULL or EXTRA (got {synchronous!r})")
-        if vector_dtype not in VECTOR_DTYPES:
+        if vector_dtype is not None and vector_dtype not in VECTOR_DTYPES:
             raise ValueError(f"vector_dtype must be one of {', '.join(VECTOR_DTYPES)} (got {vector_dtype!r})")
-        # defaults by scalar type: the measured settings (docs/performance.md)
-        connectivity = _DEFAULTS[vector_dtype][0] if connectivity is None else connectivity
-        expansion_search = _DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search
-        if not 2 <= int(connectivity) <= 64:
+        if connectivity is not None and not 2 <= int(connectivity) <= 64:
             raise ValueError(f"connectivity must be between 2 and 64 (got {connectivity!r})")
-        self.vector_dtype, self.connectivity = vector_dtype, int(connectivity)
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.exact_below = int(exact_below)
-        self.expansion_search = int(expansion_search)
         self.autosave = int(autosave)
         self._mutex = threading.RLock()
         self._cache = RecordCache(record_cache)
@@ -128,6 +124,7 @@ class LocalIndex(SignatureVectors):
         try:
             self._open_db(synchronous.upper())
             self._init_meta(k, blocks)
+            self._init_vector_options(vector_dtype, connectivity, expansion_search)
             self._load_tables()
             self._load_vectors()
         except BaseException:
@@ -178,6 +175,20 @@ class LocalIndex(SignatureVectors):
         self._reset_stats(0)
         with self._db:
             self._set_meta(schema_version=SCHEMA_VERSION, k=self.k, blocks=self.blocks)
+
+    def _init_vector_options(self, vector_dtype: str | None, connectivity: int | None,
+                             expansion_search: int | None) -> None:
+        """The vector index's scalars (see the class docstring), kept in meta; connectivity and
+        expansion_search by scalar type unless given: the measured settings (docs/performance.md)."""
+        if vector_dtype is None:
+            kept = self._meta().get("vector_dtype")
+            has_records = self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is not None
+            vector_dtype = kept if kept in VECTOR_DTYPES else "f16" if has_records else "i8"
+        self.vector_dtype = vector_dtype
+        self.connectivity = int(_DEFAULTS[vector_dtype][0] if connectivity is None else connectivity)
+        self.expansion_search = int(_DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search)
+        with self._db:
+            self._set_meta(vector_dtype=vector_dtype)
 
     def _load_tables(self) -> None:
         self.tables = PermutationTables(k=self.k, blocks=self.blocks)
