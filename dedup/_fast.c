@@ -934,14 +934,20 @@ static PyObject *ef_encode(PyObject *self, PyObject *args) {
     memset(b, 0, nbytes);
     b[0] = (uint8_t)l;
     uint8_t *bits_at = b + 1;
-    uint32_t mask = l ? (uint32_t)((1ULL << l) - 1) : 0;
+    uint64_t mask = l ? (1ULL << l) - 1 : 0, acc = 0;
+    int held = 0; /* bits in acc, written out a byte at a time */
+    uint8_t *w = bits_at;
     for (size_t i = 0; i < n; i++) {
-        uint32_t low = k[i] & mask;
-        size_t at = i * (size_t)l;
-        for (int j = 0; j < l; j++, at++)
-            if (low >> j & 1)
-                bits_at[at >> 3] |= (uint8_t)(1u << (at & 7));
+        acc |= ((uint64_t)k[i] & mask) << held;
+        held += l;
+        while (held >= 8) {
+            *w++ = (uint8_t)acc;
+            acc >>= 8;
+            held -= 8;
+        }
     }
+    if (held)
+        *w = (uint8_t)acc; /* the high part's first bits are ORed in after it */
     size_t base = n * (size_t)l;
     for (size_t i = 0; i < n; i++) {
         size_t at = base + ((size_t)k[i] >> l) + i;
