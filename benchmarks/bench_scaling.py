@@ -83,11 +83,11 @@ def main(argv=None) -> int:
                      r["page_verification_ms"], r["page_insert_ms"], r["page_after_extraction_ms"],
                      r["page_candidates"], r["lookup_us_p50"], r["near_simhash_us_p50"], r["nearest_us_p50"],
                      r["nearest_us_p99"], r["get20_us_p50"], r["recall20"], r["rss_open"] / r["records"],
-                     r["reopen_s"]])
+                     r["disk_bytes"] / r["records"], r["sqlite_bytes"] / r["records"], r["reopen_s"]])
     res.table(f"embedded index by size ({source} pages, {n_pages} per size; per page in ms, per query in us)",
               ["documents", "features", "fingerprints", "search", "verification", "insert", "after extraction",
                "candidates/page", "lookup p50", "simhash p50", "nearest p50", "nearest p99", "get 20 p50",
-               "recall@20", "B/doc RSS", "reopen s"], rows,
+               "recall@20", "B/doc RSS", "B/doc disk", "of which SQLite", "reopen s"], rows,
               note="nearest() is exact below 20,000 signatures, HNSW above")
 
     tables = None

@@ -11,12 +11,14 @@ random weights, and signatures drawn around 1,000 random
 around 0.95 as real MRC signatures do (docs/choices.md: median 0.94).  Record ``i`` is the same in
 every build (seeded per batch), so an index can be grown in steps.
 
-**Building** appends rows to SQLite in large transactions (the ``INSERT`` that
-``LocalIndex.add`` runs, without a commit and an HNSW insert per row: a synthetic million
-takes a few minutes instead of six), then opens the index once, which adds the missing
-signatures to the vector index in batches (``LocalIndex``'s own reconciliation) and saves
-it: that is the *rebuild*.  The first record goes through ``LocalIndex.add`` so the index's
-metadata is the real thing.
+**Building** is bulk: each batch of :data:`BATCH` records is made (``compact_arrays``), encoded
+(``encode_blob``) and turned into the row ``LocalIndex.add`` writes (the index's own ``_row``: the
+same columns, key bytes and blob as the product's), then appended by one ``executemany`` of the
+``INSERT`` that ``add`` runs, in one transaction a batch (without a commit and an HNSW insert a
+row); then the index is opened once, which adds every missing signature to the vector index in
+batches of 50,000 (``LocalIndex``'s own reconciliation: for ``i8`` vectors the centre is fixed from
+the first 1,000 records, as ``add`` fixes it) and saves it: that is the *rebuild*.  The first
+record goes through ``LocalIndex.add`` so the index's metadata is the real thing.
 
 **Probing** (in a fresh process, so RSS is this index's alone): RSS before and after
 ``LocalIndex(DIR)`` (the reopen) and what it is made of (permutation tables, usearch
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+import xxhash
 
 import common
 
@@ -53,17 +56,17 @@ def _profile(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return base, topics
 
 
-def batch_records(start: int, seed: int, ref_id: str) -> Iterator[tuple]:
-    """The SQLite rows of records ``start`` .. ``start + BATCH - 1`` (``start`` a multiple of BATCH)."""
+def batch_records(start: int, seed: int, ref_id: str) -> Iterator[Any]:
+    """Records ``start`` .. ``start + BATCH - 1`` (``start`` a multiple of BATCH), compact as the
+    featurizer's (``Features.to_record``)."""
     from dedup.record import Record, compact_arrays
-    from index.local import encode_blob
 
     rng = np.random.default_rng([seed, start])
     _, topics = _profile(seed)
     n_terms = np.clip(rng.normal(331, 90, BATCH), 20, 700).astype(int)
     n_chunks = np.clip(rng.geometric(1 / 40, BATCH), 1, 300)
     n_shingle_total = np.clip(rng.normal(335, 150, BATCH), 5, 3000).astype(int)
-    simhashes = rng.bit_generator.random_raw(BATCH).astype(np.uint64).view(np.int64)
+    simhashes = rng.bit_generator.random_raw(BATCH).astype(np.uint64)
     topic = rng.integers(0, TOPICS, BATCH)
     sigs = topics[topic] * np.exp(0.15 * rng.standard_normal((BATCH, DIM))).astype(np.float32)
     sigs /= np.linalg.norm(sigs, axis=1, keepdims=True) * 2.5  # MRC cosines are in [0, 1]
@@ -76,23 +79,20 @@ def batch_records(start: int, seed: int, ref_id: str) -> Iterator[tuple]:
         # TDW weights as the presets make them: multiples of 0.5, mostly small (body terms)
         weights = (np.floor(np.minimum(rng.pareto(1.5, nt), 300) * 2) / 2 + 1).astype(np.float32)
         positions = rng.integers(0, 256, ns, dtype=np.uint8)  # where each shingle first occurs (one byte a key)
-        # the compact record the featurizer's features make (Features.to_record), as stored
-        blob = encode_blob(Record(url="", content_hash="", title_key="", simhash=0, ref_id=ref_id, sentences=nc,
-                                  **compact_arrays(shingles=shingles, shingle_count=tot, terms=terms,
-                                                   weights=weights, signature=sigs[j], positions=positions)))
-        yield (f"http://synth.invalid/{i}", f"{i:032x}", f"{i * 2654435761 % 2**64:016x}", int(simhashes[j]),
-               "unique", None, 1.7e9 + i, ref_id, nc, f"Synthetic page {i}", blob)
+        # keys of the featurizer's form and spread (xxh3-128 and -64 hex: an index's B-trees fill as a crawl's
+        # do), a URL of a crawl's length (~70 characters)
+        yield Record(url=f"https://www.site{i % 5000}.example/news/2026/11/{i}/a-synthetic-article-title.html",
+                     content_hash=xxhash.xxh3_128_hexdigest(b"c%d" % i), title_key=xxhash.xxh3_64_hexdigest(b"t%d" % i),
+                     simhash=int(simhashes[j]),
+                     status="unique", duplicate_of=None, fetched_at=1.7e9 + i, ref_id=ref_id, sentences=nc,
+                     title=f"Synthetic page {i}: a title of a news article's length",
+                     **compact_arrays(shingles=shingles, shingle_count=tot, terms=terms, weights=weights,
+                                      signature=sigs[j], positions=positions))
 
 
 def _first_record(seed: int):
-    """Record 0 through LocalIndex.add (so the index metadata is written by the index itself)."""
-    from dedup.record import Record
-    from index.local import decode_blob
-
-    row = next(batch_records(0, seed, _ref_id()))
-    fields = decode_blob(row[10])
-    return Record(url=row[0], content_hash=row[1], title_key=row[2], simhash=row[3] & (2**64 - 1), status=row[4],
-                  duplicate_of=None, fetched_at=row[6], ref_id=row[7], sentences=row[8], title=row[9], **fields)
+    """Record 0, for LocalIndex.add (so the index metadata is written by the index itself)."""
+    return next(batch_records(0, seed, _ref_id()))
 
 
 def _ref_id() -> str:
@@ -122,7 +122,8 @@ def relabel(path: Path, ref_id: str, log=print) -> bool:
         top = db.execute("SELECT coalesce(max(id), 0) FROM records").fetchone()[0]
         for start in range(0, top + 1, 100_000):  # in steps, checkpointed: the WAL stays small
             with db:
-                db.execute("UPDATE records SET ref_id = ? WHERE id > ? AND id <= ?", (ref_id, start, start + 100_000))
+                db.execute("UPDATE records SET ref_id = ? WHERE id > ? AND id <= ? AND ref_id IS NOT NULL",
+                           (ref_id, start, start + 100_000))  # schema 4's rows hold none (meta's)
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         with db:
             db.execute("UPDATE meta SET value = ? WHERE key = 'ref_id'", (ref_id,))
@@ -135,7 +136,7 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
     """Grow the synthetic local index at ``path`` to ``n`` records (a multiple of BATCH, or fewer
     than BATCH); returns the seconds spent inserting and rebuilding the vector index.
     ``options``: LocalIndex keyword arguments (a vector file made with others is rebuilt)."""
-    from index.local import LocalIndex
+    from index.local import LocalIndex, encode_blob
 
     options = options or {}
     path = Path(path)
@@ -163,7 +164,8 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
         db = ix._db  # bulk rows through the index's own connection (see the module docstring)
         with ix._mutex:
             for start in range(have - have % BATCH, n, BATCH):
-                rows = [r for k, r in enumerate(batch_records(start, seed, ref)) if have <= start + k < n]
+                rows = [ix._row(r, encode_blob(r)) for k, r in enumerate(batch_records(start, seed, ref))
+                        if have <= start + k < n]  # the rows LocalIndex.add writes
                 with db:
                     db.executemany(_INSERT, rows)
                 if (start // BATCH) % 10 == 9:
@@ -179,7 +181,9 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
 
 
 def disk_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    """The index's files: ``dedup.sqlite`` and the vector files (not the WAL, the lock, this module's marker)."""
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file() and f.name.startswith(("dedup.sqlite", "signatures."))
+               and not f.name.endswith(("-wal", "-shm")))
 
 
 def memory_parts(ix) -> dict[str, int]:
