@@ -91,11 +91,11 @@ class LocalIndex(SignatureVectors):
     least 10% of its size); ``0`` saves only on flush/close.
     ``vector_dtype`` / ``connectivity`` / ``expansion_search``: scalars, graph degree and
     search breadth of the HNSW index over the signatures; ``vector_dtype=None`` (default) takes
-    the index's own: the one it was last opened with, ``"f16"`` for an index with records made
-    before the index kept it, ``"i8"`` for a new one (centred vectors, 14 and 256: within
-    512 bytes of RAM a record; ``"f16"``: 16 and 128, ~170 more bytes a record, the tail of the
-    top 20 a little more exact and nearest() faster at 1M: see docs/performance.md).  A saved
-    vector file made with other values is rebuilt from SQLite on open.
+    the index's own, the one it was last opened with (kept in ``meta``), and ``"f16"`` (16 and
+    128) for a new index or one made before the index kept it; ``"i8"``: centred vectors, 14
+    and 256, within 512 bytes of RAM a record (~170 fewer than f16), every near-copy still found
+    but the tail of the top 20 a little less exact and nearest() ~1.4 ms slower: see
+    docs/performance.md.  A saved vector file made with other values is rebuilt from SQLite on open.
     ``record_cache``: decoded records kept for the next :meth:`get` (:mod:`index.local.cache`;
     ~3.3 KB each, 4,096 by default: ~14 MB at most; ``0`` keeps none).
     """
@@ -182,8 +182,7 @@ class LocalIndex(SignatureVectors):
         expansion_search by scalar type unless given: the measured settings (docs/performance.md)."""
         if vector_dtype is None:
             kept = self._meta().get("vector_dtype")
-            has_records = self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is not None
-            vector_dtype = kept if kept in VECTOR_DTYPES else "f16" if has_records else "i8"
+            vector_dtype = kept if kept in VECTOR_DTYPES else "f16"
         self.vector_dtype = vector_dtype
         self.connectivity = int(_DEFAULTS[vector_dtype][0] if connectivity is None else connectivity)
         self.expansion_search = int(_DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search)
