@@ -80,15 +80,16 @@ def main(argv=None) -> int:
     for n in sorted(probes):
         r = probes[n]
         rows.append([label(n), r["page_features_ms"], r["page_fingerprints_ms"], r["page_search_ms"],
-                     r["page_verification_ms"], r["page_insert_ms"], r["page_after_extraction_ms"],
+                     r["page_verification_ms"], r["page_insert_ms"], r["page_after_extraction_ms"], r["page_cpu_ms"],
                      r["page_candidates"], r["lookup_us_p50"], r["near_simhash_us_p50"], r["nearest_us_p50"],
                      r["nearest_us_p99"], r["get20_us_p50"], r["recall20"], r["rss_open"] / r["records"],
                      r["disk_bytes"] / r["records"], r["sqlite_bytes"] / r["records"], r["reopen_s"]])
     res.table(f"embedded index by size ({source} pages, {n_pages} per size; per page in ms, per query in us)",
               ["documents", "features", "fingerprints", "search", "verification", "insert", "after extraction",
-               "candidates/page", "lookup p50", "simhash p50", "nearest p50", "nearest p99", "get 20 p50",
+               "of it CPU", "candidates/page", "lookup p50", "simhash p50", "nearest p50", "nearest p99", "get 20 p50",
                "recall@20", "B/doc RSS", "B/doc disk", "of which SQLite", "reopen s"], rows,
-              note="nearest() is exact below 20,000 signatures, HNSW above")
+              note="nearest() is exact below 20,000 signatures, HNSW above; 'of it CPU': the process's CPU time a "
+                   "page (wall time grows with the other jobs on the machine, CPU time much less)")
 
     tables = None
     if args.tables_json and Path(args.tables_json).exists():
@@ -98,8 +99,9 @@ def main(argv=None) -> int:
 
         rng = np.random.default_rng(args.seed)
 
-        class A:
+        class A:  # bench_tables' arguments: its defaults (the product's tables)
             quick = True
+            k, blocks = bench_tables.K, bench_tables.BLOCKS
 
         tables = {label(n): bench_tables.measure(n, A, rng) for n in sorted(set(sizes) | {10_000})}
     trows = [[k, v["q_p50"], v["q_p99"], v["add_us_mean"], v["bytes_used"], v["brute_ms"], v["speedup"]]

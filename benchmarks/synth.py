@@ -328,12 +328,14 @@ def _pages(ix, pages: list[tuple[str, bytes]]) -> dict[str, Any]:
     candidates = flagged = 0
     pc = time.perf_counter
     top = int(ix._db.execute("SELECT coalesce(max(id), 0) FROM records").fetchone()[0])
+    cpu0 = time.process_time()  # the process's CPU (usearch's threads too): what other jobs' load does not inflate
     for page in parsed:
         t0 = pc()
         v = dedup.process(page)
         timer.add("process", pc() - t0)
         candidates += v.candidates
         flagged += v.status != "unique"
+    cpu = time.process_time() - cpu0
     t = timer.total
     n = len(parsed)
     t["verification"] = t["process"] - t.get("features", 0) - t.get("fingerprints", 0) - t.get("search", 0) \
@@ -343,6 +345,7 @@ def _pages(ix, pages: list[tuple[str, bytes]]) -> dict[str, Any]:
         ix.remove(rid)
     out = {f"page_{s}_ms": timer.ms_per(s, n) for s in STAGES if s != "extraction"}
     out["page_after_extraction_ms"] = sum(out.values())
+    out["page_cpu_ms"] = cpu / n * 1e3
     out["page_candidates"] = candidates / n
     out["page_flagged"] = flagged
     out["pages"] = n
