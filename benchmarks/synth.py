@@ -80,7 +80,7 @@ def batch_records(start: int, seed: int, ref_id: str) -> Iterator[Any]:
         weights = (np.floor(np.minimum(rng.pareto(1.5, nt), 300) * 2) / 2 + 1).astype(np.float32)
         positions = rng.integers(0, 256, ns, dtype=np.uint8)  # where each shingle first occurs (one byte a key)
         # keys of the featurizer's form and spread (xxh3-128 and -64 hex: an index's B-trees fill as a crawl's
-        # do), a URL of a crawl's length (~70 characters)
+        # do), a URL and a title of a crawl's length (79 and 57 characters)
         yield Record(url=f"https://www.site{i % 5000}.example/news/2026/11/{i}/a-synthetic-article-title.html",
                      content_hash=xxhash.xxh3_128_hexdigest(b"c%d" % i), title_key=xxhash.xxh3_64_hexdigest(b"t%d" % i),
                      simhash=int(simhashes[j]),
