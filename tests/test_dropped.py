@@ -773,3 +773,43 @@ def test_show_names_the_root_and_compares_with_the_page_matched(capsys, tmp_path
     assert "the page it was matched with (from the search index" in out and "ferry timetable and its fares" in out
     row = dedup_json(capsys, "dropped", "list", "--log", str(log))[0]
     assert row["duplicate_of"] == "http://a.example/root" and row["nearest"] == "http://b.example/copy"
+
+
+def test_restore_refuses_a_url_kept_since_with_newer_text(capsys, tmp_path):
+    """A page dropped as an exact copy, fetched again later with its own text and kept: restoring the old
+    drop would give its URL a second record, so it is refused in one line and the index keeps one record."""
+    from dedup.deduplicator import Deduplicator
+    from dedup.droplog import DropLogWriter
+    from dedup.page import parse_page
+
+    def html(text):
+        return f"<html><head><title>T</title></head><body><article><p>{text}</p></article></body></html>"
+
+    first = ("The harbour bridge will close for three weeks of repairs in the spring, the council said on "
+             "Monday, and ferries will run every fifteen minutes while the work goes on.")
+    later = ("A local bakery has won a national prize for its sourdough loaf after three years of trying, and "
+             "its owner credits a starter kept alive since her grandmother opened the shop.")
+    uri = f"local://{tmp_path / 'index'}"
+    index = open_index(uri)
+    log = tmp_path / "index" / "dropped.jsonl"
+    writer = DropLogWriter(log, uri)
+    try:
+        d = Deduplicator(index)
+        d.process(parse_page(html(first), "http://a.example/original"))
+        page = parse_page(html(first), "http://b.example/copy")
+        dropped = d.process(page)
+        assert not dropped.kept
+        writer.write(dropped.to_dict(), {"url": page.url}, page)
+        kept = d.process(parse_page(html(later), "http://b.example/copy"))
+        assert kept.kept and kept.status == "unique" and kept.replaced is None  # the URL had no record
+    finally:
+        writer.close()
+        index.close()
+    open_search(uri).close()
+    rc, out, err = dedup(capsys, "dropped", "restore", "http://b.example/copy", "--index", uri, "--log", str(log))
+    assert rc != 0 and "fetched again after this drop and is kept" in out + err
+    index = open_index(uri)
+    try:
+        assert sorted(r.url for r in index.iter_records()) == ["http://a.example/original", "http://b.example/copy"]
+    finally:
+        index.close()
