@@ -398,9 +398,10 @@ class IndexPipeline(_PipelineBase):
 
     def __init__(self, *, index_uri: str, crawler: Crawler | None = None,
                  index_options: dict[str, Any] | None = None, spool: str | Path | None = None,
-                 html_field: str = "html", config: DedupConfig | None = None) -> None:
+                 html_field: str = "html", config: DedupConfig | None = None, keep_html: bool = False) -> None:
         self.index_uri = index_uri
         self.html_field = html_field
+        self.keep_html = keep_html
         self.limits = config or DedupConfig()
         self.crawler = crawler
         self.index_options = dict(index_options or {})
@@ -414,7 +415,7 @@ class IndexPipeline(_PipelineBase):
             raise NotConfigured("DEDUP_ENABLED is False")
         s = settings_of(crawler)
         pipeline = cls(index_uri=s.index, crawler=crawler, index_options=backend_options(s.index, s.es_options),
-                       spool=s.spool, html_field=s.html_field, config=s.config)
+                       spool=s.spool, html_field=s.html_field, config=s.config, keep_html=s.keep_html)
         crawler.signals.connect(pipeline.buffered, signal=index_buffered)
         crawler.signals.connect(pipeline.flush, signal=flush_index)
         crawler.signals.connect(pipeline.remove, signal=remove_document)
@@ -494,6 +495,12 @@ class IndexPipeline(_PipelineBase):
             # this pipeline alone): the search index still gets the page's title and text
             page = page_from_source(Source.from_item(adapter, self.html_field), self.limits)
             doc["title"], doc["text"] = doc["title"] or page.title, page.text
+            try:  # exported as every other item: its title and text, its raw HTML only with DEDUP_KEEP_HTML
+                adapter["title"], adapter["text"] = doc["title"], doc["text"]
+                if not self.keep_html:
+                    del adapter[self.html_field]
+            except KeyError:  # an Item class without those fields keeps what it has
+                pass
         try:
             self.search.add(doc)
         except _es_errors("IndexUnavailable", "BulkIndexError") as exc:  # spooled, replayed by the next crawl

@@ -350,6 +350,7 @@ def test_a_recorded_page_missing_from_the_search_index_is_written_when_fetched_a
     assert again.returncode == 0, again.log[-3000:]
     assert sorted(i["url"] for i in again.items) == lost
     assert {i["dedup"]["rule"] for i in again.items} == {"replay_of_recorded_page"}
+    assert all(i["text"] and i["title"] and "html" not in i for i in again.items)  # exported as any other item
     assert re.search(r"'dedup/refetched': %d\b" % len(first.items), again.log)
     assert index_statuses(first.index) == before
     search = open_search(uri, readonly=True)
