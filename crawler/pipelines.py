@@ -34,7 +34,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
-from dedup.droplog import DropLogWriter, dropped_keys
+from dedup.droplog import KEPT, SEEN, DropLogWriter, dropped_keys
 from dedup.page import Page
 from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
@@ -269,7 +269,7 @@ class DedupPipeline(_PipelineBase):
         """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
         entry told when (a short ``seen`` line), and dropped without a second drop line."""
         self._inc("dedup/refetched")
-        self._dropped_log.event("seen", url)
+        self._dropped_log.event(SEEN, url)
         raise DropItem(f"{url}: fetched again, unchanged; dropped before (see the dropped log)", log_level="DEBUG")
 
     async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any, body: str | None) -> Any:
@@ -334,7 +334,7 @@ class DedupPipeline(_PipelineBase):
             self._inc("dedup/kept")
             if dropped is not None:  # dropped before, changed since, and kept now
                 self._dropped.pop(url, None)
-                self._dropped_log.event("kept", url, status=verdict.status)
+                self._dropped_log.event(KEPT, url, status=verdict.status)
             return item
         self._inc("dedup/dropped")
         if verdict.replaced is not None and self.crawler is not None:  # its older version was kept

@@ -323,10 +323,8 @@ class ElasticIndex:
         ``old`` (the same URL's older version). Written first, removed second: a process killed
         between the two leaves both, and the next fetch of the URL replaces the latest again."""
         rid = record_id(record)
-        if rid == int(old):  # the same id means the same content: overwritten
-            self._pending.remove(rid)
-            self.es.call("remove a record", self.es.client.options(ignore_status=404).delete,
-                         index=self.name, id=str(rid))
+        if rid == int(old):  # the same id means the same content: written again in its place
+            self.remove(rid)
             return self.add(record)
         new = self.add(record)  # KeyTaken leaves the older version as it was
         self.remove(int(old))
