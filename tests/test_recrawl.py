@@ -128,8 +128,11 @@ def test_an_edited_page_is_an_update_not_a_copy_of_itself(life):
         verdict = by_url[url + page]
         assert verdict["duplicate_of"] != url + page and verdict["status"] == "unique", verdict
         assert verdict["replaced"] and verdict["replaced"]["status"] == "unique"
-        assert "A late addition" not in (runs[0][3][1][url + page].title or "")
+        before, after = runs[0][3][1][url + page], records[url + page]
+        assert after.content_hash != before.content_hash  # the one record now holds the new text
     assert stat(log, "dedup/updated") == len(EDITED)
+    unchanged = set(records) - {url + page for page in EDITED} - {url + ADDED}
+    assert all(records[u].content_hash == runs[0][3][1][u].content_hash for u in unchanged)
     assert not any(v["duplicate_of"] == u for u, v in by_url.items())
     with open_search(index, readonly=True) as search:
         for page in EDITED:
