@@ -237,6 +237,23 @@ def test_by_url_and_replace_keep_one_record_per_url(index):
     assert index.add(make_record(rng, 4, url="https://c.example/", content_hash="v1")) > 0  # v1 is free
 
 
+def test_a_replace_killed_between_its_write_and_its_delete_heals_on_the_next_lookup(es_index_uri):
+    """Elasticsearch's replace writes the new version before deleting the old (no transaction): a process
+    killed between the two leaves two records of one URL; the next by_url returns the latest and removes
+    the other, whether the page then comes back unchanged (refetched) or changed."""
+    rng = np.random.default_rng(22)
+    url = "https://a.example/page"
+    with open_uri(es_index_uri) as ix:
+        old_id = ix.add(make_record(rng, 0, url=url, content_hash="v1"))
+        new_id = ix.add(make_record(rng, 1, url=url, content_hash="v2"))  # killed before remove(old_id)
+        ix.flush()
+    with open_uri(es_index_uri) as ix:
+        assert len(ix) == 2
+        got = ix.by_url(url)
+        assert got.id == new_id and got.content_hash == "v2"
+        assert len(ix) == 1 and ix.get([old_id]) == [] and ix.lookup("content_hash", "v1") == []
+
+
 @pytest.mark.parametrize("k,blocks", [(3, 6), (4, 7), (0, 2)])
 def test_near_simhash_is_exact(open_index, k, blocks):
     index = open_index(k=k, blocks=blocks)

@@ -302,8 +302,9 @@ class ElasticIndex:
         return [records[i] for i in ids if i in records]
 
     def by_url(self, url: str) -> Record | None:
-        """The record of ``url`` (one term query; this process's unrefreshed records first); of an index
-        written before one record per URL, the latest fetched."""
+        """The record of ``url`` (one term query; this process's unrefreshed records first). Where the
+        index holds several (written before one record per URL, or a :meth:`replace` killed between its
+        write and its delete), the latest fetched, and the others are removed: the URL is back to one."""
         found = [(r.fetched_at, i, r) for i, r in self._pending.records.items() if r.url == url]
         if not found:
             got = self.es.call("look up a URL", self.es.client.search, index=self.name,
@@ -314,6 +315,9 @@ class ElasticIndex:
         if not found:
             return None
         _, rid, best = max(found, key=lambda f: (f[0], f[1]))
+        for _, other, source in found:
+            if other != rid and not isinstance(source, Record):
+                self.remove(other)
         record = best if isinstance(best, Record) else Record.from_dict(best)
         record.id = rid
         return record
@@ -321,7 +325,7 @@ class ElasticIndex:
     def replace(self, old: int, record: Record) -> int:
         """Store ``record`` (under the id its content gives it, :func:`record_id`) and remove record
         ``old`` (the same URL's older version). Written first, removed second: a process killed
-        between the two leaves both, and the next fetch of the URL replaces the latest again."""
+        between the two leaves both, and the next :meth:`by_url` of the URL removes the older."""
         rid = record_id(record)
         if rid == int(old):  # the same id means the same content: written again in its place
             self.remove(rid)
