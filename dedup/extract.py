@@ -330,7 +330,9 @@ def _teaser_listing(prose: str, texts: list[str], block_texts: Callable[[], list
     outside = [line for line in prose.split("\n") if " ".join(line.split()) not in blob]
     if not too_little("\n".join(line for line in outside if _is_prose(line))):
         return "\n".join(outside), method
-    return "\n".join(block_texts()), "listing"
+    # each teaser a list line, marked "- " as trafilatura marks list items: list_share reads a listing
+    # from its text, whichever extractor read it
+    return "\n".join("- " + line for line in block_texts()), "listing"
 
 
 # -- the native extractor: dedup._scan's main-content lines ------------------------------------------------

@@ -381,7 +381,7 @@ def test_a_native_listings_teasers_are_those_of_its_main_content():
     page = pg.parse_page(html, URL, extractor="native")
     assert page.extraction == "listing"
     lines = page.text.split("\n")
-    assert len(lines) == 8 and all(line.startswith("The latest story number") for line in lines)
+    assert len(lines) == 8 and all(line.startswith("- The latest story number") for line in lines)
     _, _, _, _, _, _, _, main_lines, items, _, _, _ = scan(html, True, "example.org", True)
     assert len(items) == 13  # the scanner's teasers are the page's (as dedup.extract.teasers reads them)
     assert ex.main_teasers(items, main_lines) == items[:8]
