@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                 t0 = pc()
                 verdict = dedup.process(parse_page(html, url))
                 t_ours[i] = pc() - t0
-                best = cluster_of.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
+                best = cluster_of.get(common.compared_url(verdict))
                 ours_out.append(Outcome(cluster, url, url, verdict, cluster in seen, best))
 
             def theirs():

@@ -148,7 +148,7 @@ def run_pass(pages, featurizer, kind: str, folder: Path, *, trafilatura_too: boo
             if profile is not None:
                 profile.disable()
             url_cluster[url] = cluster
-            best = url_cluster.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
+            best = url_cluster.get(common.compared_url(verdict))
             outcomes.append(Outcome(cluster, url, url, verdict, cluster in seen, best))
             seen.add(cluster)
     finally:

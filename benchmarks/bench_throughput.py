@@ -154,7 +154,7 @@ def main(argv=None) -> int:
                 wall[name] += w1 - w0
                 if name in peers:
                     verdict = Verdict("near_duplicate" if dup else "unique", dup, "minhash_lsh" if dup else "none")
-                best = cluster_of.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
+                best = cluster_of.get(common.compared_url(verdict))
                 outcomes[name].append(Outcome(cluster, url, url, verdict, had, best))
             seen.add(cluster)
     finally:
