@@ -18,7 +18,8 @@ same loop (the two alternate which goes first, so machine load hits both alike):
 Two passes: **cold** (a fresh normaliser: every new word costs a WordNet lookup, as at the
 start of a crawl) and **warm** (a fresh index, the normaliser's word cache kept, as in a
 long crawl).  Then a profiled warm pass (cProfile) says where the time goes, by package.
-"""
+
+Cited by: docs/performance.md ("Today's figures": make bench's target 1)."""
 from __future__ import annotations
 
 import cProfile

@@ -18,7 +18,8 @@ word cache's first-sight misses (a cold pass pays both).
 that gives the fields, the anchors' hosts, the main-content lines, the prose and heading lines and the
 teasers, then the listing reader, lxml's parse and trafilatura when too little prose is left, the navigation
 check, sentences; ``resiliparse``'s are those of the first paragraph.
-"""
+
+Cited by: docs/performance.md ("One page from HTML to verdict")."""
 from __future__ import annotations
 
 import shutil

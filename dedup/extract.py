@@ -367,8 +367,8 @@ def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
     ``tree()`` parses the page with lxml, for trafilatura: only called when it has to decide (too little
     prose). The method is ``native`` where today's is ``resiliparse``.
 
-    The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; measured in docs/performance.md, "One
-    parse: a spike"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
+    The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; docs/performance.md, "The native
+    extractor: one compiled pass"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
     ``footer`` or ``aside`` fewer than three levels below the root, hidden elements, ARIA roles of
     navigation and class or id tokens of boilerplate are left out, and so are blocks inside a link and
     rows of links (a line of MIN_WORDS words or more, half its characters in links); the root is the
