@@ -28,7 +28,9 @@ second crawl.
 Elasticsearch URI ``http(s)://HOST:PORT/NAME`` (each crawl gets ``NAME-bench-<mode>-<n>``;
 the indices are left in the cluster: delete them afterwards), or ``es-emulator`` (starts
 the noida-db emulator of tests/es_server.py, as the test suite does).
-"""
+
+Cited by: docs/performance.md ("Today's figures", "Crawling: the add-on's overhead", "A recrawl of an
+unchanged site"), docs/crawling.md."""
 from __future__ import annotations
 
 import json

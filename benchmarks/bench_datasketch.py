@@ -15,7 +15,8 @@ For every page (online metric order, ``--seed``), in one loop, alternating which
 Throughput is compared two ways, both measured here: datasketch **given its text extraction
 for free** (only MinHash + LSH timed) and datasketch **paying its own extraction** (the
 trafilatura call timed too).  Gold-Set F1 is the online metric of ``dedup.cli.evaluate`` for both.
-"""
+
+Cited by: docs/performance.md ("Today's figures": make bench's target 3)."""
 from __future__ import annotations
 
 import re
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
                 t0 = pc()
                 verdict = dedup.process(parse_page(html, url))
                 t_ours[i] = pc() - t0
-                best = cluster_of.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
+                best = cluster_of.get(common.compared_url(verdict))
                 ours_out.append(Outcome(cluster, url, url, verdict, cluster in seen, best))
 
             def theirs():

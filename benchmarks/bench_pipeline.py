@@ -18,7 +18,8 @@ same loop (the two alternate which goes first, so machine load hits both alike):
 Two passes: **cold** (a fresh normaliser: every new word costs a WordNet lookup, as at the
 start of a crawl) and **warm** (a fresh index, the normaliser's word cache kept, as in a
 long crawl).  Then a profiled warm pass (cProfile) says where the time goes, by package.
-"""
+
+Cited by: docs/performance.md ("Today's figures": make bench's target 1)."""
 from __future__ import annotations
 
 import cProfile
@@ -148,7 +149,7 @@ def run_pass(pages, featurizer, kind: str, folder: Path, *, trafilatura_too: boo
             if profile is not None:
                 profile.disable()
             url_cluster[url] = cluster
-            best = url_cluster.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
+            best = url_cluster.get(common.compared_url(verdict))
             outcomes.append(Outcome(cluster, url, url, verdict, cluster in seen, best))
             seen.add(cluster)
     finally:

@@ -19,7 +19,9 @@ Every page goes through the four in one loop, the order rotating page by page, s
 all alike. Each pipeline's cost is its CPU time (``time.process_time``) on these 2 shared cores, where
 wall time mostly measures the other tenants; both are reported. F1 is the online metric of
 ``dedup.cli.evaluate``. The goal: ours >= 1.0x the pages per second of resiliparse + datasketch, at higher F1.
-"""
+
+Cited by: docs/performance.md ("Today's figures", "One page from HTML to verdict"),
+README.md."""
 from __future__ import annotations
 
 import shutil
@@ -154,7 +156,7 @@ def main(argv=None) -> int:
                 wall[name] += w1 - w0
                 if name in peers:
                     verdict = Verdict("near_duplicate" if dup else "unique", dup, "minhash_lsh" if dup else "none")
-                best = cluster_of.get(verdict.duplicate_of or verdict.scores.get("candidate", ""))
+                best = cluster_of.get(common.compared_url(verdict))
                 outcomes[name].append(Outcome(cluster, url, url, verdict, had, best))
             seen.add(cluster)
     finally:

@@ -5,7 +5,8 @@ paragraph added, removed, or cut in half; a seeded choice of paragraph): the ver
 and how many edited copies were dropped without an exact text match (the content hash). Usage:
 
     python benchmarks/bench_title_anchor.py [GOLDSET_DIR]   (default: $DEDUP_GOLDSET or ../shared/data/goldset-dev)
-"""
+
+Cited by: docs/decision.md."""
 from __future__ import annotations
 
 import argparse

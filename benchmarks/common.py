@@ -77,6 +77,13 @@ def datasketch_missing() -> str | None:
     return None
 
 
+def compared_url(verdict) -> str:
+    """The URL of the kept page a verdict's scores compare the page with: ``verdict.nearest`` (``duplicate_of``
+    names the root of the copy's group, which is another page when the nearest is itself a copy), else the copy
+    named, else the best candidate; '' when none. ``dedup evaluate`` reads the best cluster the same way."""
+    return verdict.nearest or verdict.duplicate_of or verdict.scores.get("candidate", "")
+
+
 def goldset_pages(folder: str | Path, seed: int, limit: int | None = None) -> list[tuple[str, str, bytes]]:
     """``(cluster, url, html bytes)`` in the online metric's order (``dedup evaluate --seed``)."""
     import random

@@ -9,7 +9,8 @@ Prints, over those pairs, the median of the smaller degree of resemblance (RS bo
 one per line piece) and after the hierarchy's repairs (hard wraps joined, boilerplate left out).
 ``--min-words 0`` keeps every fragment (the repairs' boilerplate rule off). Shipped tables only.
 Skips with a message when goldset-dev is absent (it is never copied into the repository).
-"""
+
+Cited by: docs/explain.md."""
 from __future__ import annotations
 
 import json

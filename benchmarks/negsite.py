@@ -22,7 +22,8 @@ distinct, so the only text they share is the template's, the formulas' and the t
 replacement (until 2026-11-27) put ~47 sentences on two pages each; a two-sentence item then shared half
 its text with another (``news-0047`` and ``news-0066`` of seed 2: one 28-word gloss), a partial copy
 rather than a negative.
-"""
+
+Cited by: docs/accuracy.md, docs/decision.md."""
 from __future__ import annotations
 
 import argparse

@@ -18,7 +18,8 @@ word cache's first-sight misses (a cold pass pays both).
 that gives the fields, the anchors' hosts, the main-content lines, the prose and heading lines and the
 teasers, then the listing reader, lxml's parse and trafilatura when too little prose is left, the navigation
 check, sentences; ``resiliparse``'s are those of the first paragraph.
-"""
+
+Cited by: docs/performance.md ("One page from HTML to verdict")."""
 from __future__ import annotations
 
 import shutil
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
         others = (("trafilatura", lambda: ex.trafilatura_text(text, tree())),) if method == "native" else ()
         page.text, page.extraction = timed("navigation check", checked_text, main, method,
                                            page.anchors_same + page.anchors_other, tree, others)
-        page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
+        page.list_share = round(list_share(page.text), 4)
         page.sentences = timed("sentences (punkt)", split_sentences, page.text)
         return page
 
@@ -143,7 +144,7 @@ def main(argv=None) -> int:
             others = (("trafilatura", lambda: ex.trafilatura_text(text, tree)),) if method == "resiliparse" else ()
             page.text, page.extraction = timed("navigation check", checked_text, main, method,
                                                page.anchors_same + page.anchors_other, tree, others)
-            page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
+            page.list_share = round(list_share(page.text), 4)
             page.sentences = timed("sentences (punkt)", split_sentences, page.text)
             if asdict(page) != asdict(pg.parse_page(html, url)):
                 raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")

@@ -18,7 +18,8 @@ Reported two ways:
   28 FP over ~940 negatives and 13 FN over 100 positives), F their harmonic mean.
 
 ``--sweep`` adds seed Figure 3.2's curve: FP and FN rates over the permission threshold.
-"""
+
+Cited by: docs/explain.md."""
 from __future__ import annotations
 
 import argparse

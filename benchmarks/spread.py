@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calib_data  # noqa: E402
 import calibrate  # noqa: E402
+import common  # noqa: E402
 
 BINS = 10
 #: the 8 "decision" misses of docs/accuracy.md (seed 7, before spread): right page best, exact containment 0.21-0.31
@@ -114,7 +115,7 @@ def run_stream(name: str, folders: list[Path], seed: int) -> list[dict]:
         v = o.verdict
         if v.rule not in calibrate.DECIDED or "containment" not in v.scores:
             continue
-        best = v.duplicate_of or v.scores.get("candidate")
+        best = common.compared_url(v)
         e = exact(seqs[o.url], seqs[best])
         e.update(sketched(seqs[o.url], seqs[best]), est=v.scores.get("spread"), path=o.path,
                  page=f"{Path(o.path).parent.name}/{Path(o.path).stem}", cluster=o.cluster,

@@ -24,7 +24,8 @@ Tables:
   2  train = test corpus (the 20% evaluation part), trained vs tf-idf only
   3  trained on one corpus, tested on the others (seed 000's Table 3)
   4  reference length (450/600/1000) x partitions (100/150/300)
-"""
+
+Cited by: docs/training.md."""
 from __future__ import annotations
 
 import argparse

@@ -5,7 +5,8 @@ yields ``{"url": response.url, "html": response.text}`` for every page and follo
 page's host, and settings with the README's one line ``ADDONS = {"crawler.addon.DedupAddon": 100}``
 (``-s ADDONS={}`` turns dedup off for a crawl without it). Run it from ``folder`` with ``scrapy crawl news
 -a start_url=URL``; ``crawler`` must be importable (installed, or on ``PYTHONPATH``).
-"""
+
+Cited by: docs/performance.md ("Crawling: the add-on's overhead"); the crawl tests."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,7 +6,9 @@ The pages (the gold set's and the negatives', in one seeded random order, URLs s
 local index and over the in-memory index ``dedup evaluate`` uses; each page's ``Verdict.to_dict`` (status,
 duplicate_of, rule, every score) is one line. ``--compare FILE`` exits 1 at the first line that differs.
 Run it on the code before a change with ``--out``, then on the changed code with ``--compare``.
-"""
+
+Cited by: docs/performance.md ("Every speed change is exact"), docs/decision.md,
+docs/crawling.md."""
 from __future__ import annotations
 
 import json

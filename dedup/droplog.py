@@ -346,6 +346,12 @@ def drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None =
     field, are left out), the ``index`` it was dropped from (as :func:`index_identity` spells it)
     and the parsed ``page`` (its title and text complete the item; its tagged fields are kept
     beside it)."""
+    return _drop_line(verdict, item, page, index_identity(index) if index else None, omit, body, content_hash)
+
+
+def _drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None, index: str | None,
+               omit: Iterable[str], body: str | None, content_hash: str | None) -> dict[str, Any]:
+    """:func:`drop_line` given the index as :func:`index_identity` spells it (a writer spells it once)."""
     skip = {"dedup", "page", *omit}
     logged = {k: v for k, v in item.items() if k not in skip}
     if page is not None:
@@ -355,7 +361,7 @@ def drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None =
             logged["text"] = page.text
     line: dict[str, Any] = {"url": logged.get("url") or (page.url if page else None), "time": iso_now()}
     if index:
-        line["index"] = index_identity(index)
+        line["index"] = index
     line["verdict"] = verdict
     line["item"] = logged
     if page is not None:
@@ -396,14 +402,16 @@ class DropLogWriter:
 
     def __init__(self, path: str | os.PathLike, index: str | None = None) -> None:
         self.path = Path(path)
-        self.index = index  # the URI as given: drop_line writes it as index_identity spells it
+        # spelt once, when the log opens: every line names the same index (a relative local:// path is made
+        # absolute against the directory the crawl started in)
+        self.index = index_identity(index) if index else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("a", encoding="utf-8")
 
     def write(self, verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None,
               omit: Iterable[str] = (), *, body: str | None = None, content_hash: str | None = None) -> None:
         """Log a dropped page (see :func:`drop_line`), flushed at once."""
-        self._line(drop_line(verdict, item, page, index=self.index, omit=omit, body=body, content_hash=content_hash))
+        self._line(_drop_line(verdict, item, page, self.index, omit, body, content_hash))
 
     def event(self, kind: str, url: str, **fields: Any) -> None:
         """Append an event line about ``url`` (``seen``, ``kept``: see the module docstring)."""

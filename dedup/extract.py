@@ -16,7 +16,7 @@ Two repairs make the fast extract a page's text rather than a bag of long lines 
 * **listings**: a search-result, tag or section page is a list of teasers (a title link, a snippet,
   a date), and resiliparse keeps only the snippets long enough to be prose, so a result page quoting
   one long sentence of an article read as a near copy of it. When most of the kept prose sits in
-  such teasers (:func:`teasers`), the page's text is its teasers, one line each, titles included
+  such teasers (:func:`teasers`), the page's text is its teasers, one list line each (``- ``), titles included
   (method ``listing``): a list of other pages, not any one of them. When the prose outside the
   teasers is an article of its own (not :func:`too_little`), the page is that story beside a long
   related-stories list, and its text is that prose (goldset-dev's Plea/p24, Sanitation/s2);
@@ -62,7 +62,7 @@ DEFAULT_EXTRACTOR = "native"
 #: resiliparse keeps more boilerplate than trafilatura (share bars, captions, related links, short
 #: headings): its lines of fewer than MIN_WORDS words are left out. Measured on goldset-dev (F1):
 #: all lines 0.960, >= 8 words 0.972, 14: 0.977, 16: 0.980, 20: 0.979, 24: 0.978; with negatives-dev
-#: mixed in, 14 and 16 flag one distinct page, 20 none (README, "Extraction").
+#: mixed in, 14 and 16 flag one distinct page, 20 none (docs/accuracy.md, the line filter sweep).
 MIN_WORDS = 20
 #: The fast result is taken as failed (navigation only, or a page of short items) when fewer than
 #: MIN_CHARS characters of prose lines remain; trafilatura then decides.
@@ -306,7 +306,7 @@ def teasers(tree: lxml.html.HtmlElement | None,
 def _listing(prose: str, tree: lxml.html.HtmlElement | None,
              links: list[lxml.html.HtmlElement] | None) -> tuple[str, str] | None:
     """``(text, method)`` of a page most of whose ``prose`` (at least LISTING_SHARE) lies in teasers:
-    the teasers, one a line (``listing``), or, when the prose outside them is an article of its own
+    the teasers, one list line each (``listing``), or, when the prose outside them is an article of its own
     (not :func:`too_little`: a story beside a long related-stories list), that prose (``resiliparse``).
     None when the page is not mostly teasers."""
     if not any(map(_is_prose, prose.split("\n"))):
@@ -330,7 +330,9 @@ def _teaser_listing(prose: str, texts: list[str], block_texts: Callable[[], list
     outside = [line for line in prose.split("\n") if " ".join(line.split()) not in blob]
     if not too_little("\n".join(line for line in outside if _is_prose(line))):
         return "\n".join(outside), method
-    return "\n".join(block_texts()), "listing"
+    # each teaser a list line, marked "- " as trafilatura marks list items: list_share reads a listing
+    # from its text, whichever extractor read it
+    return "\n".join("- " + line for line in block_texts()), "listing"
 
 
 # -- the native extractor: dedup._scan's main-content lines ------------------------------------------------
@@ -365,8 +367,8 @@ def native_text(html: str, prose: str | None, items: list[tuple[str, str]],
     ``tree()`` parses the page with lxml, for trafilatura: only called when it has to decide (too little
     prose). The method is ``native`` where today's is ``resiliparse``.
 
-    The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; measured in docs/performance.md, "One
-    parse: a spike"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
+    The scanner's lines (dedup/_scan.c, ``walk`` and ``text_lines``; docs/performance.md, "The native
+    extractor: one compiled pass"): block tags break lines, blanks folded; script, style, form controls, ``nav``, a
     ``footer`` or ``aside`` fewer than three levels below the root, hidden elements, ARIA roles of
     navigation and class or id tokens of boilerplate are left out, and so are blocks inside a link and
     rows of links (a line of MIN_WORDS words or more, half its characters in links); the root is the

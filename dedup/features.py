@@ -1,6 +1,6 @@
 """From a :class:`~dedup.page.Page` to the numbers the deduplicator compares.
 
-Which text feeds which signal (measured on goldset-dev, see README):
+Which text feeds which signal (measured on goldset-dev: docs/decision.md, docs/choices.md):
 
 * exact keys: the normalised main text (content hash) and title + anchor count;
 * TDW vector (tag-weighted, all fields) -> the page simhash and the comparison reducer;

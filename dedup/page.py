@@ -168,14 +168,12 @@ def _parse(html: bytes | str | None, url: str, content_type: str | None, max_byt
     page.text, page.extraction = checked_main_text(text, tree, page.anchors_same + page.anchors_other,
                                                    extractor=extractor, headings={h for _, h in page.headings},
                                                    links=links)
-    # a page the extractor read as a listing is all teasers (resiliparse's teaser lines carry no "- "
-    # marks for list_share to count): the decision's listing signal sees it as trafilatura's would
     return _finish(page, max_text_chars), text
 
 
 def _finish(page: Page, max_text_chars: int | None) -> Page:
     """The list share, the text limit and the sentences of a page whose main text is known."""
-    page.list_share = 1.0 if page.extraction == "listing" else round(list_share(page.text), 4)
+    page.list_share = round(list_share(page.text), 4)
     if max_text_chars is not None and len(page.text) > max_text_chars:
         return limit_text(page, max_text_chars)
     page.sentences = split_sentences(page.text)

@@ -59,12 +59,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(
 _ADJ_MARKER = re.compile(r"\([^()]*\)$")  # as nltk strips it
 _REPO_DATA = Path(__file__).resolve().parent.parent / ".nltk_data"
 WORDMAP = Path(__file__).resolve().parent / "data" / "wordmap.tsv.gz"
-_warned: set[str] = set()
 
 
 def _warn_once(key: str, message: str, *args: object) -> None:
-    if key not in _warned:
-        _warned.add(key)
+    """Log a missing language resource once per process: what is missing (punkt, WordNet) is the process's,
+    so the keys already warned about are kept by :data:`~dedup.workers.this_process`, as the data is."""
+    warned = this_process.get("language data warnings", set)
+    if key not in warned:
+        warned.add(key)
         logger.warning(message, *args)
 
 

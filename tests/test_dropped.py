@@ -813,3 +813,22 @@ def test_restore_refuses_a_url_kept_since_with_newer_text(capsys, tmp_path):
         assert sorted(r.url for r in index.iter_records()) == ["http://a.example/original", "http://b.example/copy"]
     finally:
         index.close()
+
+
+def test_a_writer_names_the_index_as_spelt_when_the_log_opened(tmp_path, monkeypatch):
+    """The drop log's writer spells its index once, when it opens (droplog.index_identity): every line names
+    the same index, though the process later moves to another directory (a relative local:// path)."""
+    from dedup.droplog import DropLogWriter, drop_line, index_identity
+
+    monkeypatch.chdir(tmp_path)
+    writer = DropLogWriter(tmp_path / "dropped.jsonl", "local://.dedup")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    verdict = {"status": "exact_duplicate", "duplicate_of": "http://a.example/"}
+    writer.write(verdict, {"url": "http://a.example/copy", "text": "a"})
+    writer.close()
+    line = json.loads((tmp_path / "dropped.jsonl").read_text().splitlines()[0])
+    assert line["index"] == f"local://{tmp_path}/.dedup"
+    # a one-off line (a reindex's batch) spells the index it is given, the same way
+    assert drop_line(verdict, {"url": "u"}, index="es://Search.example/pages")["index"] == index_identity(
+        "es://Search.example/pages") == "http://search.example:9200/pages"

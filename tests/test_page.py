@@ -58,7 +58,9 @@ def test_a_search_result_page_is_read_as_its_teasers_not_its_snippets():
     page = parse_page(results_page(f"<ol class='results'>{items}</ol>"), "http://a.example/search?q=bridge")
     assert page.extraction == "listing"
     lines = page.text.split("\n")
-    assert len(lines) == 3 and lines[0].startswith("Harbour bridge to close for three weeks The harbour")
+    # each teaser one list line, marked as trafilatura marks list items: the listing signal reads it from the text
+    assert len(lines) == 3 and lines[0].startswith("- Harbour bridge to close for three weeks The harbour")
+    assert page.list_share == 1.0
     assert all(line.endswith("3 May 2024") for line in lines)
     # the same without headings: a title link (three words or more) that begins each result
     divs = "".join(f"<div class='r'><a href='/story/{i}'>{t}</a><div>{s}</div></div>"

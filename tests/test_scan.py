@@ -1,11 +1,9 @@
 """The C scanner (dedup/_scan.c, module dedup._scan) of the native extractor: one pass over a page's HTML
-gives what lxml's tree gives today (dedup.page._fields), the main-content lines of the spike's Python walk
-over that tree (benchmarks/spike_onepass.py, candidate "lxml": ``lxml_lines``, the reference of the rules) and the listing
-reader's teasers (dedup.extract.teasers); and it returns on any input, never reading past it."""
+gives what lxml's tree gives today (dedup.page._fields), the main-content lines of a Python walk over
+that tree (tests/lxml_lines.py, the reference of the rules) and the listing reader's teasers (dedup.extract.teasers); and it returns on any input, never reading past it."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
+from lxml_lines import lxml_lines
 from dedup import extract as ex
 from dedup import page as pg
 from dedup._scan import scan
@@ -20,21 +19,6 @@ from dedup.encoding import decode_html
 
 GOLDSET = ROOT.parent / "shared" / "data" / "goldset-dev"
 SAMPLE_SITE = ROOT / "crawler" / "sample_site"
-
-
-def _spike():
-    """benchmarks/spike_onepass.py (its ``import common`` wants benchmarks/ on the path)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("spike_onepass", ROOT / "benchmarks" / "spike_onepass.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-
-
-SPIKE = _spike()
 URL = "http://example.org/a/page.html"
 
 
@@ -71,7 +55,7 @@ def assert_as_lxml(html: str) -> None:
     assert scanned_fields(html) == lxml_fields(html)
     page = pg.Page(url=URL)
     links = pg._fields(tree, page)
-    assert result[7] == SPIKE.lxml_lines(tree)
+    assert result[7] == lxml_lines(tree)
     assert result[10] == ex._prose(result[7], {h for _, h in page.headings})
     assert result[8] == [(" ".join(ex.element_text(el).split()), ex._block_text(el)) for el in ex.teasers(tree, links)]
     fields_only = scan(html, lines=False)  # the resiliparse extractor's reading: no main-content lines
@@ -381,7 +365,7 @@ def test_a_native_listings_teasers_are_those_of_its_main_content():
     page = pg.parse_page(html, URL, extractor="native")
     assert page.extraction == "listing"
     lines = page.text.split("\n")
-    assert len(lines) == 8 and all(line.startswith("The latest story number") for line in lines)
+    assert len(lines) == 8 and all(line.startswith("- The latest story number") for line in lines)
     _, _, _, _, _, _, _, main_lines, items, _, _, _ = scan(html, True, "example.org", True)
     assert len(items) == 13  # the scanner's teasers are the page's (as dedup.extract.teasers reads them)
     assert ex.main_teasers(items, main_lines) == items[:8]

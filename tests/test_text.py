@@ -4,6 +4,7 @@ import pytest
 
 from dedup import text as text_mod
 from dedup.text import Normalizer, split_sentences, tokenize
+from dedup.workers import ProcessState
 
 
 def test_tokenize_unicode_scripts():
@@ -39,7 +40,7 @@ def _no_wordnet():
 def test_missing_wordnet_warns_once(monkeypatch, caplog):
     monkeypatch.setattr(text_mod, "_load_packaged_wordnet", _no_wordnet)
     monkeypatch.setattr(text_mod, "_load_wordnet", _no_wordnet)
-    monkeypatch.setattr(text_mod, "_warned", set())
+    monkeypatch.setattr(text_mod, "this_process", ProcessState())  # a process that has warned of nothing yet
     with caplog.at_level(logging.WARNING, logger="dedup.text"):
         assert not Normalizer(stopwords=False).word_mapping
         assert not Normalizer(stopwords=False).word_mapping
