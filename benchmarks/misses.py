@@ -7,10 +7,12 @@ classified by running the goldset-dev stream once more through the deduplicator,
 page's exact set of shingles (the featurizer's word 5-grams of the same text, not the record's sketch):
 
 * ``related cluster``: the page was flagged, but against a page of another cluster (one story in two);
-* ``no shared text``: exact containment with every earlier kept page of its cluster below ``--low``;
+* ``no shared text``: exact containment with every earlier kept page of its cluster below ``--low``
+  (``story``: the highest with any other page of the cluster, later ones too: below ``--low``, no test of
+  shared text could ever reach the page);
 * ``not a candidate``: the earlier page of its cluster of highest exact containment was not among the
-  candidates (simhash tables, nearest MRC signatures), and it beats the best candidate's containment by
-  more than 0.05;
+  candidates (simhash tables, nearest MRC signatures, containment candidates), and it beats the best
+  candidate's containment by more than 0.05;
 * ``decision``: it was a candidate; the model did not call it a copy (exact containment and the sketch's
   estimate for that page are printed: how far the sketch is from the exact value).
 """
@@ -40,12 +42,14 @@ def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
     candidates = dedup._candidates
     dedup._candidates = lambda f, extra: asked.append(set(ids := candidates(f, extra))) or ids  # type: ignore
     kept: dict[int, tuple[np.ndarray, str]] = {}
+    every: dict[str, list[tuple[str, np.ndarray]]] = {}  # cluster -> (page, full shingles) of all its pages
     out = {}
     for i in order:
         cluster, path = pages[i]
         page = parse_page(path.read_bytes(), f"http://eval.invalid/p{i}", extractor=config.extractor)
         limit_text(page, config.max_text_chars)
         full = unsketched(page)
+        every.setdefault(cluster, []).append((_page(path), full.shingles))
         asked.clear()
         before = set(dedup.index._records)  # MemoryIndex's records
         verdict = dedup.process(page, features=featurizer(page))
@@ -67,6 +71,11 @@ def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
         if verdict.kept:
             (new,) = set(dedup.index._records) - before
             kept[new] = (full.shingles, cluster)
+    for pages_of in every.values():
+        for name, sh in pages_of:
+            out[name]["story"] = round(max((np.intersect1d(sh, other, assume_unique=True).size
+                                            / min(sh.size, other.size) for n2, other in pages_of
+                                            if n2 != name and sh.size and other.size), default=0.0), 4)
     return out
 
 
@@ -93,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     train, extra = calibrate.training_rows(gold_dir, neg_dir, mixed, train_seeds, seed=args.seed)
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
     cv = calibrate.cross_validate(mixed, gold, extra, list(calibrate.DEFAULT_FEATURES), 1.0, negatives, negatives,
-                                  train)
+                                  train, calibrate.DEFAULT_MARGIN)
     by_path = {r["path"]: r for r in gold}
     missed = [(by_path[path], flag) for path, flag in cv["gold"]["missed"]]
     exact = exact_rows(gold_dir, args.seed)
@@ -104,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         if flag:
             cause, what = "related cluster", f"flagged against {r['best_cluster']}"
         elif e["exact"] < args.low:
-            cause, what = "no shared text", f"exact {e['exact']}"
+            cause, what = "no shared text", f"exact {e['exact']}, story {e['story']}"
         elif not e["candidate"] and e["exact"] > float(r["scores"].get("containment") or 0.0) + 0.05:
             cause, what = "not a candidate", f"exact {e['exact']} of a {e['size']}-shingle page"
         else:

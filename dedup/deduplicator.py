@@ -10,7 +10,9 @@ Order of tests (first that fires wins):
    never a drop: only the content hash drops. ``"literal"`` applies seed 004 as written
    (``exact_duplicate`` on the title and anchor count alone, opt-in), ``"off"`` skips it.
 3. candidates — pages whose TDW simhash is within k bits (bit-permutation tables)
-   plus the ``knn`` nearest multireference-cosine signatures; pruned by seed 002's
+   plus the ``knn`` nearest multireference-cosine signatures, plus up to ``contained``
+   pages sharing ``contained_shared`` of their smallest sketch keys with the page (a short
+   page contained in a longer one, or the reverse: :meth:`DedupIndex.contained`); pruned by seed 002's
    comparison reducer; verified by word-shingle containment:
    ``duplicate`` when containment >= t1 and the TDW angle test passes,
    ``near_duplicate`` when containment >= t2.
@@ -68,6 +70,8 @@ ACCEPTS = {
     "reducer_jaccard": "a number in (0, 1]",
     "max_distance": "an integer >= 0",
     "knn": "an integer >= 0",
+    "contained": "an integer >= 0",
+    "contained_shared": "an integer >= 1",
     "blocks": "an integer >= 1, greater than max_distance and at most 64",
     "sentence_tolerance": "an integer >= 1, or None",
     "title_anchor": f"one of {', '.join(TITLE_ANCHOR_MODES)}",
@@ -97,6 +101,8 @@ class DedupConfig:
     t1: containment for ``duplicate`` (0.8). t2: containment for ``near_duplicate`` (0.4).
     max_distance / blocks: simhash tables' k and block count (3, 5: C(5, 3) = 10 tables).
     knn: nearest signatures fetched (20); knn_floor: their minimum MRC cosine (0.0).
+    contained / contained_shared: containment candidates proposed at most (10; 0 turns the search off) and
+    the posted sketch keys (:data:`dedup.store.CONTAINED_KEYS`) they must share with the page (2).
     reducer_jaccard / sentence_tolerance: the comparison reducer's t and Ts (0.1, None = off).
     min_shingles: below this many shingles on the smaller page, resemblance replaces containment (10).
     max_page_bytes / max_text_chars: input limits, applied before parsing / featurizing (None: off).
@@ -115,6 +121,8 @@ class DedupConfig:
     blocks: int = DEFAULT_BLOCKS
     knn: int = 20
     knn_floor: float = 0.0
+    contained: int = 10
+    contained_shared: int = 2
     reducer_jaccard: float = 0.1
     sentence_tolerance: int | None = None
     title_anchor: str = "confirm"
@@ -143,7 +151,7 @@ class DedupConfig:
                 raise _bad(name, getattr(self, name))
         if self.t2 > self.t1:
             raise ConfigError(f"t2 must be <= t1, got t1={self.t1}, t2={self.t2}", ("t2", "t1"))
-        for name, low in (("max_distance", 0), ("knn", 0), ("blocks", 1)):
+        for name, low in (("max_distance", 0), ("knn", 0), ("blocks", 1), ("contained", 0), ("contained_shared", 1)):
             if getattr(self, name) < low:
                 raise _bad(name, getattr(self, name))
         # the constraints of dedup.permtables, checked without building its C(blocks, k) tables
@@ -499,6 +507,10 @@ class Deduplicator:
         if self.config.knn and q.vector.any():
             ids.update(i for i, _ in self.index.nearest(q.vector, q.ref_id,
                                                        self.config.knn, self.config.knn_floor))
+        if self.config.contained and q.shingles.size:
+            # a short page inside a longer one (or the reverse): simhash and signature differ, the sketch keys don't
+            ids.update(i for i, _ in self.index.contained(q.shingles, self.config.contained_shared,
+                                                          self.config.contained))
         return sorted(ids)
 
     def _pruned(self, q: Query, records: list[Record]) -> list[bool]:

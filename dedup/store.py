@@ -12,10 +12,32 @@ import numpy as np
 from .permtables import DEFAULT_BLOCKS, DEFAULT_K, PermutationTables
 from .record import Record
 
-__all__ = ["DedupIndex", "MemoryIndex", "EXACT_KEYS", "KeyTaken", "claims_content", "check_reference"]
+__all__ = ["DedupIndex", "MemoryIndex", "EXACT_KEYS", "KeyTaken", "claims_content", "check_reference",
+           "CONTAINED_KEYS", "contained_keys", "rank_contained"]
 
 #: exact-key kinds understood by :meth:`DedupIndex.lookup`
 EXACT_KEYS = ("content_hash", "title_key")
+#: sketch keys a kept record posts for :meth:`DedupIndex.contained`: the 16 smallest of its shingle sketch
+#: (a page sharing two of them is proposed). Measured on goldset-dev (docs/accuracy.md): 8 found fewer of
+#: the short pages contained in a longer one, 32 and 128 no more, at 2 and 8 times the bytes
+CONTAINED_KEYS = 16
+
+
+def contained_keys(record: Record) -> np.ndarray:
+    """The keys ``record`` posts for containment candidates: the :data:`CONTAINED_KEYS` smallest of its
+    sketch (sorted uint32, 24-bit: :mod:`dedup.record`). A longer page holding the record's whole text holds
+    all of them, in its own sketch unless it is 16 times longer (they are its smallest keys in that range);
+    a shorter page contained in the record's page holds about 16 times its share of that page's shingles
+    (two when it is an eighth of it). Two shared keys propose the record, so the search finds a short kept
+    page in a longer new one, and a new page that is a good part of a longer kept one."""
+    return np.asarray(record.shingles[:CONTAINED_KEYS], dtype=np.uint32)
+
+
+def rank_contained(shared: dict[int, int], min_shared: int, n: int) -> list[tuple[int, int]]:
+    """``(id, shared keys)`` of the records sharing at least ``min_shared`` keys, most first, then by id,
+    at most ``n``: the order every backend's :meth:`DedupIndex.contained` answers in."""
+    best = sorted(((i, c) for i, c in shared.items() if c >= min_shared), key=lambda p: (-p[1], p[0]))
+    return best[:max(0, n)]
 
 
 class KeyTaken(Exception):
@@ -68,6 +90,11 @@ class DedupIndex(Protocol):
     def nearest(self, signature: np.ndarray, ref_id: str, n: int, floor: float) -> list[tuple[int, float]]:
         """Up to ``n`` ``(id, cosine)`` of the closest signatures with cosine >= ``floor``."""
 
+    def contained(self, keys: np.ndarray, min_shared: int, n: int) -> list[tuple[int, int]]:
+        """Up to ``n`` ``(id, shared)`` of the records of which at least ``min_shared`` posted keys
+        (:func:`contained_keys`) are among ``keys`` (a page's sketch keys), most shared first, then by id
+        (:func:`rank_contained`)."""
+
     def get(self, ids: Iterable[int]) -> list[Record]:
         """Records for ``ids`` (unknown ids are skipped)."""
 
@@ -107,6 +134,7 @@ class MemoryIndex:
         self._ref_id: str | None = None
         self._claims: dict[str, int] = {}
         self._urls: dict[str, int] = {}
+        self._posted: dict[int, list[int]] = {}  # contained_keys -> record ids
 
     def __len__(self) -> int:
         return len(self._records)
@@ -129,6 +157,8 @@ class MemoryIndex:
         for kind in EXACT_KEYS:
             self._keys.setdefault((kind, getattr(record, kind)), []).append(record.id)
         self.tables.add(record.simhash, record.id)
+        for key in contained_keys(record).tolist():
+            self._posted.setdefault(key, []).append(record.id)
         self._add_signature(record)
 
     def replace(self, record_id: int, record: Record) -> int:
@@ -188,6 +218,14 @@ class MemoryIndex:
         top = np.argsort(-sims)[:n]
         return [(int(self._sig_ids[i]), float(sims[i])) for i in top if sims[i] >= floor]
 
+    def contained(self, keys: np.ndarray, min_shared: int, n: int) -> list[tuple[int, int]]:
+        shared: dict[int, int] = {}
+        posted = self._posted
+        for key in np.asarray(keys).tolist():
+            for rid in posted.get(key, ()):
+                shared[rid] = shared.get(rid, 0) + 1
+        return rank_contained(shared, min_shared, n)
+
     def get(self, ids: Iterable[int]) -> list[Record]:
         return [self._records[i] for i in ids if i in self._records]
 
@@ -204,6 +242,12 @@ class MemoryIndex:
             if record_id in ids:
                 ids.remove(record_id)
         self.tables.remove(record.simhash, record_id)
+        for key in contained_keys(record).tolist():
+            ids = self._posted.get(key, [])
+            if record_id in ids:
+                ids.remove(record_id)
+            if not ids:
+                self._posted.pop(key, None)
         rows = np.flatnonzero(self._sig_ids[: self._sig_n] == record_id)
         self._sig[rows] = 0.0
         self._sig_ids[rows] = 0

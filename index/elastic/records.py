@@ -9,6 +9,11 @@ One document per record, ``_id`` = the record id as decimal text.  Mapping (:dat
   ``t<table>:<key prefix>`` (:meth:`dedup.permtables.PermutationTables.keys`).  Pages within
   k bits share at least one, so the sharded table lives in the cluster and the candidates of a
   page come from one ``terms`` query; the Hamming distance is verified here;
+* ``contained_keys``: the record's 16 smallest sketch keys (:func:`dedup.store.contained_keys`) as
+  integers, indexed without doc values: :meth:`ElasticIndex.contained` finds the records sharing two of them
+  with a page (a short page contained in a longer one, or the reverse) with one ``bool`` query of ``term``
+  clauses (``minimum_should_match``). A document written before the field lacks it and is not found so
+  (``dedup reindex`` into a new index writes it);
 * ``signature_vector``: the multireference-cosine signature as a ``dense_vector`` (cosine,
   HNSW m 16, ef_construction 100), added to the mapping by the first record, whose reference
   id and dimension go to the mapping's ``_meta`` with k and blocks; a zero signature (a page
@@ -41,7 +46,7 @@ import xxhash
 
 from dedup.permtables import DEFAULT_BLOCKS, DEFAULT_K, PermutationTables
 from dedup.record import Record
-from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
+from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content, contained_keys, rank_contained
 
 from .connect import Retrying, check_index_name, create_index
 
@@ -66,6 +71,7 @@ MAPPING: dict[str, Any] = {
         "title_key": {"type": "keyword"},
         "simhash": {"type": "keyword"},
         "simhash_keys": {"type": "keyword"},
+        "contained_keys": {"type": "integer", "doc_values": False},
         "ref_id": {"type": "keyword"},
         "sentences": {"type": "integer"},
         "extra": {"type": "object", "enabled": False},
@@ -79,7 +85,7 @@ MAPPING: dict[str, Any] = {
 }
 #: fields compact records (and then the shingle keys' positions) added to the mapping: put on an index made
 #: before them when it is opened. A document stored before positions is read without them (dedup.spread: None)
-_COMPACT_FIELDS = ("shingle_count", "term_count", "tdw_norm", "term_sample", "shingle_positions")
+_COMPACT_FIELDS = ("shingle_count", "term_count", "tdw_norm", "term_sample", "shingle_positions", "contained_keys")
 
 
 def claim_id(content_hash: str) -> int:
@@ -138,6 +144,11 @@ class _Pending:
 
     def near(self, fingerprint: int, k: int) -> list[tuple[int, int]]:
         return [(i, d) for i, r in self.records.items() if (d := (r.simhash ^ fingerprint).bit_count()) <= k]
+
+    def contained(self, keys: np.ndarray) -> dict[int, int]:
+        wanted = set(np.asarray(keys).tolist())
+        shared = {i: sum(k in wanted for k in contained_keys(r).tolist()) for i, r in self.records.items()}
+        return {i: c for i, c in shared.items() if c}
 
     def nearest(self, q: np.ndarray) -> list[tuple[int, float]]:
         if not self._units:
@@ -235,6 +246,7 @@ class ElasticIndex:
         doc = record.to_dict()
         doc["id"] = rid
         doc["simhash_keys"] = self._keys.keys(int(record.simhash))
+        doc["contained_keys"] = contained_keys(record).tolist()
         if np.linalg.norm(sig) > 0:
             doc["signature_vector"] = _unit(sig).tolist()
         from elasticsearch import ConflictError
@@ -291,6 +303,23 @@ class ElasticIndex:
             found.setdefault(int(h["_source"]["id"]), 2.0 * float(h["_score"]) - 1.0)
         best = sorted(found.items(), key=lambda p: (-p[1], p[0]))
         return [(i, s) for i, s in best if s >= floor][:n]
+
+    def contained(self, keys: np.ndarray, min_shared: int, n: int) -> list[tuple[int, int]]:
+        """Up to ``n`` ``(id, shared keys)`` of the records sharing at least ``min_shared`` of their
+        ``contained_keys`` with ``keys``, most first, then by id: one query (a ``term`` clause a key,
+        ``minimum_should_match``); the shared keys are counted here from each hit's field, so the order does
+        not hang on the cluster's scores."""
+        keys = [int(k) for k in np.asarray(keys).tolist()]
+        if not keys or n <= 0:
+            return []
+        query = {"bool": {"should": [{"term": {"contained_keys": k}} for k in keys],
+                          "minimum_should_match": int(min_shared)}}
+        hits = self._search("find containment candidates", query, ["id", "contained_keys"])
+        wanted = set(keys)
+        shared = {int(h["_source"]["id"]): sum(k in wanted for k in h["_source"].get("contained_keys") or ())
+                  for h in hits}
+        shared.update(self._pending.contained(np.asarray(keys)))
+        return rank_contained(shared, min_shared, n)
 
     def get(self, ids: Iterable[int]) -> list[Record]:
         ids = [int(i) for i in ids]
@@ -392,7 +421,7 @@ def record_actions(index: ElasticIndex, records: Iterable[Record], *, claim: boo
         index._check_ref(record.ref_id, sig.size, "signature")
         rid = ids[n] if ids and n in ids else record_id(record)
         doc = record.to_dict()
-        doc.update(id=rid, simhash_keys=index._keys.keys(int(record.simhash)))
+        doc.update(id=rid, simhash_keys=index._keys.keys(int(record.simhash)), contained_keys=contained_keys(record).tolist())
         if np.linalg.norm(sig) > 0:
             doc["signature_vector"] = _unit(sig).tolist()
         op = "create" if claim and rid == claim_id(record.content_hash) and claims_content(record) else "index"

@@ -1,7 +1,8 @@
 """``local://PATH``: the embedded dedup index, a directory on one machine.
 
 Files in ``PATH`` (created when missing): ``dedup.sqlite``, the source of truth (table
-``records``, one row per kept page, :mod:`index.local.records`; table ``meta``: schema version,
+``records``, one row per kept page, :mod:`index.local.records`; table ``contained``, each record's
+smallest sketch keys, :mod:`index.local.containment`; table ``meta``: schema version,
 table parameters, reference text); ``signatures.usearch`` (and ``signatures.stats.npz``), the
 vector index over the signatures, derived and rebuilt from SQLite when missing or stale
 (:mod:`index.local.vectors`); ``lock``, the single-writer lock (:mod:`index.local.lock`).  The
@@ -29,9 +30,9 @@ import numpy as np
 from dedup.bits import MASK64
 from dedup.permtables import PermutationTables
 from dedup.record import Record
-from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content
+from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content, contained_keys
 
-from . import lock
+from . import containment, lock
 from .cache import DEFAULT_SIZE as _CACHE_SIZE, RecordCache
 from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed
 from .vectors import CENTRED, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, VECTOR_DTYPES, \
@@ -126,6 +127,7 @@ class LocalIndex(SignatureVectors):
             self._init_meta(k, blocks)
             self._init_vector_options(vector_dtype, connectivity, expansion_search)
             self._load_tables()
+            self._load_contained()
             self._load_vectors()
         except BaseException:
             self._close_files()
@@ -145,6 +147,7 @@ class LocalIndex(SignatureVectors):
         db.execute("PRAGMA busy_timeout=5000")
         with db:
             db.executescript(_SCHEMA)
+            db.executescript(containment.SCHEMA)
         declared = db.execute("SELECT type FROM pragma_table_info('records') WHERE name = 'content_hash'").fetchone()[0]
         self._keys_binary = declared.upper() == "BLOB"  # schema 4's row (see _SCHEMA)
 
@@ -198,6 +201,18 @@ class LocalIndex(SignatureVectors):
         if pairs.size:
             self.tables.add_many(pairs["simhash"].view(np.uint64), pairs["id"])
 
+    def _load_contained(self) -> None:
+        """Fill the containment table from the records when this file's lacks them (made before it, or
+        with another number of keys a record): once, in one transaction."""
+        if self._meta().get(containment.META_KEY) == containment.wanted():
+            return
+        with self._db:
+            rows = self._db.execute("SELECT id, data FROM records ORDER BY id")
+            n = containment.refill(self._db, ((rid, containment.keys_of_blob(blob)) for rid, blob in rows))
+            self._set_meta(**{containment.META_KEY: containment.wanted()})
+        if n:
+            log.info("%s: containment keys of %d records posted", self.path, n)
+
     def _select(self, sql: str, ids: list[int]) -> Iterator[tuple]:
         for i in range(0, len(ids), _SQL_VARS):
             part = ids[i:i + _SQL_VARS]
@@ -226,6 +241,7 @@ class LocalIndex(SignatureVectors):
                     "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
                     "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     self._row(record, blob))
+                containment.post(db, cur.lastrowid, contained_keys(record))
                 if first:
                     self._set_meta(ref_id=record.ref_id, dim=sig.size)
             record.id = cur.lastrowid
@@ -277,7 +293,7 @@ class LocalIndex(SignatureVectors):
             raise ValueError(f"simhash must be an unsigned 64-bit integer (got {record.simhash!r})")
         with self._mutex:
             db = self._require_open()
-            row = db.execute("SELECT simhash FROM records WHERE id = ?", (int(record_id),)).fetchone()
+            row = db.execute("SELECT simhash, data FROM records WHERE id = ?", (int(record_id),)).fetchone()
             if row is None or self.ref_id is None:
                 return self.add(record)
             self._check_ref(record.ref_id, sig.size, "signature")
@@ -285,10 +301,12 @@ class LocalIndex(SignatureVectors):
             with db:
                 self._claim(db, record, int(record_id))
                 db.execute("DELETE FROM records WHERE id = ?", (int(record_id),))
+                containment.unpost(db, int(record_id), containment.keys_of_blob(row[1]))
                 cur = db.execute(
                     "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
                     "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     self._row(record, blob))
+                containment.post(db, cur.lastrowid, contained_keys(record))
             record.id = cur.lastrowid
             self._cache.discard(int(record_id))
             self.tables.remove(row[0] & MASK64, int(record_id))
@@ -357,6 +375,12 @@ class LocalIndex(SignatureVectors):
         order = np.lexsort((ids, -sims))[: int(n)]
         return [(int(ids[i]), float(sims[i])) for i in order.tolist() if sims[i] >= floor]
 
+    def contained(self, keys: np.ndarray, min_shared: int, n: int) -> list[tuple[int, int]]:
+        """Up to ``n`` ``(id, shared keys)`` of the records sharing at least ``min_shared`` of their posted
+        sketch keys with ``keys`` (:mod:`index.local.containment`), most first, then by id."""
+        with self._mutex:
+            return containment.find(self._require_open(), keys, min_shared, n)
+
     def get(self, ids: Iterable[int]) -> list[Record]:
         """Records for ``ids`` in the order asked (unknown ids skipped, repeats repeated)."""
         wanted = [int(i) for i in ids]
@@ -375,12 +399,13 @@ class LocalIndex(SignatureVectors):
     def remove(self, record_id: int) -> bool:
         with self._mutex:
             db = self._require_open()
-            row = db.execute("SELECT simhash FROM records WHERE id = ?", (int(record_id),)).fetchone()
+            row = db.execute("SELECT simhash, data FROM records WHERE id = ?", (int(record_id),)).fetchone()
             if row is None:
                 return False
             self._cache.discard(int(record_id))
             with db:
                 db.execute("DELETE FROM records WHERE id = ?", (int(record_id),))
+                containment.unpost(db, int(record_id), containment.keys_of_blob(row[1]))
             self.tables.remove(row[0] & MASK64, int(record_id))
             if self._vectors is not None:
                 self._vectors.remove(int(record_id))
