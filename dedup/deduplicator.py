@@ -30,6 +30,7 @@ has none). A page cut by an input limit (``max_page_bytes``, ``max_text_chars``)
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
@@ -53,6 +54,8 @@ __all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "QUERY_FORMAT
            "containment", "containment_many"]
 
 ALGORITHM = "dedup-1"
+LOOKED_UP = 4096  # URLs whose known() lookup process() may reuse (see Deduplicator._prior)
+LOOKED_UP_SECONDS = 30.0
 STATUSES = ("unique", "near_duplicate", "duplicate", "exact_duplicate")
 TITLE_ANCHOR_MODES = ("confirm", "literal", "off")
 _DROPPABLE = tuple(s for s in STATUSES if s != "unique")
@@ -269,6 +272,10 @@ class Deduplicator:
         self.decision = load_decision() if c.decision == "logit" else None
         if self.decision is not None:
             self._thresholds.update(self.decision.thresholds())
+        # url -> (the record known() found or None, when): process() of that URL uses it once instead of a
+        # second lookup (a term query on Elasticsearch), if it comes within LOOKED_UP_SECONDS (a page spooled
+        # through an outage is looked up again). Bounded: a page known() saw may never be decided.
+        self._looked_up: dict[str, tuple[Record | None, float]] = {}
 
     # -- public API -------------------------------------------------------------------------
     def process_html(self, html: bytes | str, url: str, **kwargs: Any) -> tuple[Page, Verdict]:
@@ -297,7 +304,7 @@ class Deduplicator:
         when the new content is dropped."""
         if features is None:
             features = self.features(page)
-        prior = self.index.by_url(page.url) if page.url else None
+        prior = self._prior(page.url)
         if prior is not None and prior.content_hash == features.content_hash:
             return self._refetched(prior)
         verdict = self._check_page(page, features, prior, same_url=True)
@@ -330,8 +337,21 @@ class Deduplicator:
         (``body``: :attr:`dedup.sources.Source.body_key`), found before any parsing; None otherwise."""
         prior = self.index.by_url(url) if url and body else None
         if prior is None or prior.extra.get("body") != body:
+            if url and body:
+                self._looked_up[url] = (prior, time.monotonic())
+                if len(self._looked_up) > LOOKED_UP:
+                    del self._looked_up[next(iter(self._looked_up))]
             return None
         return self._refetched(prior)
+
+    def _prior(self, url: str | None) -> Record | None:
+        """The record of ``url``: the one :meth:`known` found for it, once, else looked up."""
+        if not url:
+            return None
+        found = self._looked_up.pop(url, None)
+        if found is not None and time.monotonic() - found[1] < LOOKED_UP_SECONDS:
+            return found[0]
+        return self.index.by_url(url)
 
     def _refetched(self, record: Record) -> Verdict:
         return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},

@@ -191,6 +191,37 @@ def test_known_finds_the_same_bytes_before_parsing(any_index):
     assert d.known("https://b.example/bridge", source.body_key) is None  # another URL
 
 
+def test_process_reuses_the_lookup_known_made_once(monkeypatch):
+    """A page known() could not answer is decided with the record it found (one lookup of its URL, a term
+    query on Elasticsearch, not two); used once, and not after LOOKED_UP_SECONDS (a page spooled through
+    an outage is looked up again)."""
+    import dedup.deduplicator as module
+    from dedup.sources import Source
+
+    class Counting(MemoryIndex):
+        lookups = 0
+
+        def by_url(self, url):
+            Counting.lookups += 1
+            return super().by_url(url)
+
+    d = Deduplicator(Counting())
+    body = html("Bridge closes", STORY)
+    source = Source(url="https://a.example/bridge", html=body.encode())
+    assert d.known(source.url, source.body_key) is None and Counting.lookups == 1
+    first = d.process(parse_page(body, source.url), body=source.body_key)
+    assert Counting.lookups == 1 and first.status == "unique" and not first.refetched
+    changed = Source(url=source.url, html=body.replace("Monday", "Tuesday").encode())
+    assert d.known(changed.url, changed.body_key) is None and Counting.lookups == 2
+    second = d.process(parse_page(changed.html.decode(), changed.url), body=changed.body_key)
+    assert Counting.lookups == 2 and second.replaced and second.replaced["status"] == "unique"
+    d.process(parse_page(changed.html.decode(), changed.url))  # nothing left from known(): looked up
+    assert Counting.lookups == 3
+    monkeypatch.setattr(module, "LOOKED_UP_SECONDS", 0.0)
+    assert d.known(source.url, source.body_key) is None
+    assert d.process(parse_page(body, source.url)).replaced and Counting.lookups == 5
+
+
 def test_a_changed_page_replaces_its_record_and_is_never_a_copy_of_itself(any_index):
     d = Deduplicator(any_index)
     url = "https://a.example/bridge"
