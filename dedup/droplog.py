@@ -172,6 +172,8 @@ class Entry(VerdictFields):
     restored_into: str | None = None
     seen: int = 0  # times fetched again unchanged since the drop line
     seen_at: str | None = None
+    body: str | None = None  # the key of the bytes it was dropped for (None: an older line)
+    content_hash: str | None = None  # the key of its text (None: an older line not dropped by it)
 
     @property
     def host(self) -> str:
@@ -311,12 +313,14 @@ def read_log(path: str | os.PathLike) -> DropLog:
             log.problems.append(LogProblem(number, f"no verdict object for {url}"))
             continue
         item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
+        scores = verdict.get("scores") if isinstance(verdict.get("scores"), dict) else {}
         previous = by_url.pop(url, None)  # re-inserted last: entries stay in order of latest drop
         by_url[url] = Entry(
             url=url, time=obj.get("time") if isinstance(obj.get("time"), str) else "", verdict=verdict,
             title=str(item.get("title") or ""), line=number, offset=offset, fetched_at=item.get("fetched_at"),
             drops=previous.drops + 1 if previous else 1,
-            index=obj.get("index") if isinstance(obj.get("index"), str) else None)
+            index=obj.get("index") if isinstance(obj.get("index"), str) else None,
+            body=obj.get("body"), content_hash=obj.get("content_hash") or scores.get("content_hash"))
     log.entries = list(by_url.values())
     return log
 
@@ -375,23 +379,12 @@ def _drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None,
 
 def dropped_keys(path: str | os.PathLike) -> dict[str, tuple[str | None, str | None]]:
     """``url -> (body key, content hash)`` of every URL the log at ``path`` holds as dropped (not restored,
-    not kept since): what a crawl knows a dropped page fetched again by. A line of an older log has no
-    body key, and its content hash only when it was dropped by the content hash. No log: empty."""
+    not kept since; :func:`read_log`'s entries): what a crawl knows a dropped page fetched again by. A line
+    of an older log has no body key, and its content hash only when it was dropped by the content hash.
+    No log: empty."""
     if not Path(path).is_file():
         return {}
-    out: dict[str, tuple[str | None, str | None]] = {}
-    for _, _, obj, _ in iter_lines(path):
-        url = obj.get("url") if obj is not None else None
-        if not isinstance(url, str):
-            continue
-        event = obj.get("event")
-        if event in (RESTORED, KEPT):
-            out.pop(url, None)
-        elif event is None and isinstance(obj.get("verdict"), dict):
-            scores = obj["verdict"].get("scores")
-            content = obj.get("content_hash") or (scores.get("content_hash") if isinstance(scores, dict) else None)
-            out[url] = (obj.get("body"), content)
-    return out
+    return {e.url: (e.body, e.content_hash) for e in read_log(path).entries if e.state == "dropped"}
 
 
 class DropLogWriter:
