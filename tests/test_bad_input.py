@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -68,13 +67,11 @@ def test_non_latin_scripts_decode_and_dedup(dedup, name, script):
 def test_limits_cut_before_parsing_and_are_recorded(dedup):
     body, _ = PAGES["big"]
     assert len(body) > 5_000_000
-    start = time.perf_counter()
     page, verdict = dedup.process_html(body, "http://bad.example/big")
     assert page.truncated["bytes"] == [len(body), 5_000_000]
     assert page.truncated["chars"][1] <= 200_000 < page.truncated["chars"][0]
     assert verdict.scores["truncated"] == page.truncated
-    assert len(page.text) <= 200_000
-    assert time.perf_counter() - start < 20
+    assert len(page.text) <= 200_000  # its cost, with and without the limits: docs/reliability.md#input-limits
 
 
 def test_limits_are_configurable_and_do_not_split_utf8():
