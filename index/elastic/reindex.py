@@ -63,6 +63,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +80,7 @@ from .reindex_check import Inspection
 from .reindex_decide import Capture, PageMaker, featured
 from .reindex_read import KEEP_RULES, keep_sort, mapping_fields, read_ahead, read_sorted, source_key
 from .reindex_state import WorkState
-from .reindex_write import EXTRACTED_TEXT, MARKER, Sink
+from .reindex_write import EXTRACTED_TEXT, MARKER, Sink, payload_json
 from .search import field_value
 from .slicing import handover_json
 
@@ -198,6 +199,11 @@ class Reindex(Inspection):
         self.progress = progress
         self.on_decided = on_decided  # a test hook: called with the count after every decision
         self.requests = 0
+        self._requests_lock = threading.Lock()  # counted by the job, its reader and its writer threads
+
+    def count_requests(self, n: int) -> None:
+        with self._requests_lock:
+            self.requests += n
 
     def _connect(self, uri: str) -> tuple[Retrying, str]:
         from . import CONNECT_OPTIONS
@@ -249,7 +255,7 @@ class Reindex(Inspection):
                     report.resent = sink.resend()
                 self._loop(src, src_name, local, state, sink, report, total)
                 if sink is not None:
-                    sink.flush()
+                    sink.flush(wait=True)
                     if self.slices > 1:
                         processed, kept, _, statuses = state.counts()
                         sink.registry.finish(self.slice_id, {"processed": processed, "kept": kept,
@@ -399,11 +405,12 @@ class Reindex(Inspection):
             # serialised here once, then kept, sized and sent as this text
             handover = (handover_json(decider.query_features(page, features)) if self.slices > 1
                         and record is not None and page is not None and not isinstance(features, str) else None)
+            sent = payload_json(payload)  # serialised once: kept in the work folder, sized and sent as it is
             state.record(sid, status=verdict.status, kept=verdict.kept, record_id=rid, es_record_id=es_rid,
-                         payload=payload, after=sort, handover=handover, body=body, source_key=skey, ops=ops)
+                         payload=sent, after=sort, handover=handover, body=body, source_key=skey, ops=ops)
             done += 1
             if sink is not None:
-                sink.add(sid, verdict.kept, record, payload, handover, ops)
+                sink.add(sid, verdict.kept, record, payload, handover, ops, body=sent)
             if self.on_decided:
                 self.on_decided(done)
             if self.progress:
@@ -649,5 +656,5 @@ class _Counting(Retrying):
         self._job = job
 
     def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        self._job.requests += 1
+        self._job.count_requests(1)
         return super().call(what, fn, *args, **kwargs)

@@ -8,17 +8,18 @@ from __future__ import annotations
 import json
 import logging
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from dedup.droplog import KEPT, append_events, iso_now
 from dedup.record import Record
 
-from .connect import IndexUnavailable, Retrying
+from .connect import IndexUnavailable, Retrying, describe
 from .reindex_state import WorkState
 from .search import DEDUP_MAPPING
 from .slicing import handover_source
 
-__all__ = ["Sink", "MARKER", "EXTRACTED_TEXT", "swap_alias"]
+__all__ = ["Sink", "MARKER", "EXTRACTED_TEXT", "swap_alias", "payload_json"]
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,12 @@ log = logging.getLogger(__name__)
 MARKER = "dedup_reindex"
 #: where a destination reindexed from HTML keeps each kept page's extracted main text (Reindex.extracts_text)
 EXTRACTED_TEXT = "dedup.text"
+
+def payload_json(payload: dict[str, Any]) -> bytes:
+    """A decision's payload (the destination's document, or the drop line) as the JSON bytes the work folder
+    keeps and the bulk request sends: serialised once a document (a source page is tens of KB)."""
+    return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+
 
 def swap_alias(es: Retrying, name: str, alias: str) -> None:
     """Point ``alias`` at ``name`` alone, in one request (the other indices it named are removed from it)."""
@@ -67,11 +74,13 @@ class Sink:
                                         blocks=job.config.blocks)
             if not existed:
                 self.created.append(dedup_name(self.name))
+            self.refresh_paused: dict[str, Any] | None = None
+            self._pause_refresh()
         except BaseException:
             self._remove_created()
             self.es.close()
             raise
-        self.kept: list[tuple[str, dict[str, Any], Record | None]] = []
+        self.kept: list[tuple[str, dict[str, Any], Record | None, bytes]] = []
         self.handover: dict[str, str] = {}  # source id -> query features (JSON text), with the kept
         self.dropped: list[tuple[str, dict[str, Any]]] = []
         self.ops: dict[str, dict[str, Any]] = {}  # source id -> what else sending its decision does (updates)
@@ -81,6 +90,10 @@ class Sink:
         # source ids whose latest word there is a `kept` event
         self.logged: set[tuple[str, str | None]] | None = None
         self.kept_logged: set[str] = set()
+        # one batch is written while the next is decided (flush); made last: every path out of a Sink
+        # that was made ends in close() or abort(), which stop it
+        self.in_flight: tuple[tuple[Any, ...], Future] | None = None
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="dedup-reindex-write")
 
     # -- set-up and the rerun guard -------------------------------------------------------------------
     def _open_dest(self, src: Retrying, src_name: str) -> None:
@@ -183,20 +196,24 @@ class Sink:
         handovers = self.state.handovers()
         for sid, kept, rid, payload, ops in rows:
             self.add(sid, kept, records.get(rid) if rid else None, payload, handovers.get(sid), ops)
-        self.flush()
+        self.flush(wait=True)
         self.logged, self.kept_logged = None, set()
         log.warning("Resent %d decisions the interrupted run had not written", len(rows))
         return len(rows)
 
     def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any],
-            handover: str | None = None, ops: dict[str, Any] | None = None) -> None:
+            handover: str | None = None, ops: dict[str, Any] | None = None, *, body: bytes | None = None) -> None:
         """One decision to send; ``handover``: a kept page's query features as JSON text (a slice's);
-        ``ops``: an update's other writes (:meth:`Reindex._redecide` says which)."""
-        size = len(json.dumps(payload, default=str))
+        ``ops``: an update's other writes (:meth:`Reindex._redecide` says which); ``body``: the payload as
+        the JSON bytes it is sent as (:func:`payload_json`, made once by the caller, which keeps the same
+        text in the work folder), made here when not given."""
+        if body is None:
+            body = payload_json(payload)
+        size = len(body)
         if ops:
             self.ops[sid] = ops
         if kept:
-            self.kept.append((sid, payload, record))
+            self.kept.append((sid, payload, record, body))
             if handover is not None and self.features:
                 self.handover[sid] = handover
                 size += len(handover)
@@ -206,19 +223,45 @@ class Sink:
         if len(self.kept) + len(self.dropped) >= self.job.batch_size or self.pending_bytes >= self.job.bulk_bytes:
             self.flush()
 
-    def flush(self) -> None:
-        if not self.kept and not self.dropped:
+    def flush(self, *, wait: bool = False) -> None:
+        """Send the decisions added since the last flush, as one batch written by the writer thread while
+        the job decides on; the batch before is waited for first (one batch in flight: at most two
+        batches of decisions are held in memory, and the work folder marks a batch sent, in this thread,
+        only once the cluster has acknowledged every write of it).  ``wait``: and wait for this one."""
+        if self.kept or self.dropped:
+            batch = (self.kept, self.dropped, self.handover, self.ops)
+            self.kept, self.dropped, self.pending_bytes, self.handover, self.ops = [], [], 0, {}, {}
+            self.wait()
+            self.in_flight = (batch, self.writer.submit(self._write, *batch))
+        if wait:
+            self.wait()
+
+    def wait(self) -> None:
+        """Wait for the batch in flight; when the cluster acknowledged it, log its drops and mark it sent."""
+        if self.in_flight is None:
             return
-        ops = self.ops
-        self._keep_verdicts([payload for sid, payload, _ in self.kept if ops.get(sid, {}).get("keep_verdict")],
-                            [sid for sid, _, _ in self.kept if ops.get(sid, {}).get("keep_verdict")])
-        docs = [{"_op_type": "index", "_index": self.name, "_id": sid, "_source": payload}
-                for sid, payload, _ in self.kept]
+        batch, future = self.in_flight
+        self.in_flight = None
+        self._sent(*batch, *future.result())
+
+    def _write(self, kept: list[tuple[str, dict[str, Any], Record | None, bytes]], dropped: list[tuple[str, Any]],
+               handover: dict[str, str], ops: dict[str, dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], list[tuple[str, Record]]]:
+        """The cluster's writes of one batch (in the writer thread): the kept documents and the deletes of
+        an update's dropped ones, their records, a slice's hand-over.  Returns the refused content claims
+        and the batch's kept records (for :meth:`_contested`)."""
+        keep = [(sid, payload) for sid, payload, _, _ in kept if ops.get(sid, {}).get("keep_verdict")]
+        self._keep_verdicts([p for _, p in keep], [sid for sid, _ in keep])
+        kept_verdict = {sid for sid, _ in keep}
+        # the payload's JSON bytes go as they are (the client sends bytes unchanged); a payload whose verdict
+        # the destination's replaced is serialised again
+        docs = [{"_op_type": "index", "_index": self.name, "_id": sid,
+                 "_source": payload if sid in kept_verdict else body} for sid, payload, _, body in kept]
         docs += [{"_op_type": "delete", "_index": self.name, "_id": sid}  # an update dropped it
-                 for sid, _ in self.dropped if ops.get(sid, {}).get("delete_doc")]
+                 for sid, _ in dropped if ops.get(sid, {}).get("delete_doc")]
         from .records import record_actions
 
-        kept_records = [(sid, r) for sid, _, r in self.kept if r is not None]
+        kept_records = [(sid, r) for sid, _, r, _ in kept if r is not None]
         sliced = self.job.slices > 1
         if sliced:
             for sid, r in kept_records:  # the final pass finds a document's record by its source id
@@ -232,26 +275,32 @@ class Sink:
         self._bulk(docs, f"write {len(docs)} documents to {self.name}")
         conflicts = self._bulk(records, f"write {len(records)} dedup records to {self.records.name}",
                                conflicts=sliced)
-        if conflicts:
-            self._contested(conflicts, dict(kept_records))
-        if self.handover:  # after the records: the final pass reads a page's features beside its record
+        if handover:  # after the records: the final pass reads a page's features beside its record
             handed = [{"_op_type": "index", "_index": self.features, "_id": sid,
-                       "_source": handover_source(self.job.slice_id, q)} for sid, q in self.handover.items()]
+                       "_source": handover_source(self.job.slice_id, q)} for sid, q in handover.items()]
             self._bulk(handed, f"hand {len(handed)} pages' query features to the final pass ({self.features})")
             self.handed_over += len(handed)
             self.handover_bytes += sum(len(a["_source"]) for a in handed)
+        return conflicts, kept_records
+
+    def _sent(self, kept: list[tuple[str, dict[str, Any], Record | None, bytes]], dropped: list[tuple[str, Any]],
+              handover: dict[str, str], ops: dict[str, dict[str, Any]], conflicts: list[dict[str, Any]],
+              kept_records: list[tuple[str, Record]]) -> None:
+        """A batch the cluster acknowledged (in the job's thread, which owns the work folder): contested
+        claims moved, drops and ``kept`` events logged, the batch marked sent, the checkpoint saved."""
+        if conflicts:
+            self._contested(conflicts, dict(kept_records))
         events = [{"event": KEPT, "url": ops[sid]["kept_event"], "time": iso_now(),
                    "status": payload["dedup"]["status"]}
-                  for sid, payload, _ in self.kept
+                  for sid, payload, _, _ in kept
                   if ops.get(sid, {}).get("kept_event") and sid not in self.kept_logged]
-        if self.dropped or events:
+        if dropped or events:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()
-            append_events(self.job.dropped_log, [line for sid, line in self.dropped if self.logged is None
+            append_events(self.job.dropped_log, [line for sid, line in dropped if self.logged is None
                                                  or (sid, line.get("body")) not in self.logged] + events)
-        self.state.mark_sent([sid for sid, *_ in self.kept] + [sid for sid, _ in self.dropped])
+        self.state.mark_sent([sid for sid, *_ in kept] + [sid for sid, _ in dropped])
         self.job._save_checkpoint(self.state)
-        self.kept, self.dropped, self.pending_bytes, self.handover, self.ops = [], [], 0, {}, {}
         self.sent_any = True
         self.created = []  # the destination holds this run's documents now: never removed
 
@@ -318,7 +367,7 @@ class Sink:
                         failed.append((action, int(info.get("status", 0)), str(info.get("error", ""))[:200]))
 
             self.es.call(what, send)
-            self.job.requests += max(0, -(-len(todo) // self.job.batch_size) - 1)  # one call counted per chunk
+            self.job.count_requests(max(0, -(-len(todo) // self.job.batch_size) - 1))  # one call counted per chunk
             if conflicts:
                 refused += [a for a, status, _ in failed if status == 409 and a["_op_type"] == "create"]
                 failed = [f for f in failed if not (f[1] == 409 and f[0]["_op_type"] == "create")]
@@ -340,18 +389,63 @@ class Sink:
     def swap_alias(self, alias: str) -> None:
         swap_alias(self.es, self.name, alias)
 
+    # -- refresh off during the run ----------------------------------------------------------------------
+    def _pause_refresh(self) -> None:
+        """Refresh off (``refresh_interval: -1``) on the destination and ``DEST-dedup`` for the run: nothing
+        searches them before it ends (the job decides against its embedded index; what it reads back, an
+        update's verdicts and a slice's contested claims, are realtime GETs), and a refresh every second
+        makes a new segment of each index to merge later.  The intervals they had are kept in the work
+        folder first, so that a run killed with refresh off has them put back by the run that ends the job.
+        An interval of -1 found there is taken for another slice's pause (restored as the default)."""
+        names = [self.name, self.records.name]
+        held = self.state.get("refresh_intervals")
+        if held is None:
+            got = self.es.call("read the refresh intervals", self.es.client.indices.get_settings, index=",".join(names))
+            held = {n: ((got.get(n) or {}).get("settings", {}).get("index", {}) or {}).get("refresh_interval")
+                    for n in names}
+            held = {n: None if v in ("-1", -1) else v for n, v in held.items()}
+            self.state.set(refresh_intervals=held)
+        self.es.call("turn refresh off for the run", self.es.client.indices.put_settings, index=",".join(names),
+                     settings={"index": {"refresh_interval": "-1"}})
+        self.refresh_paused = held
+
+    def _restore_refresh(self) -> None:
+        """The refresh intervals the indices had before the run (None: the cluster's default, 1 s)."""
+        if self.refresh_paused is None:
+            return
+        for name, value in self.refresh_paused.items():
+            self.es.call("restore the refresh interval", self.es.client.indices.put_settings, index=name,
+                         settings={"index": {"refresh_interval": value}})
+        self.refresh_paused = None
+
     def close(self) -> None:
+        """The run's end: the last batch acknowledged, refresh back on, everything written searchable."""
         try:
+            self.wait()
+            self._restore_refresh()
+            self.state.set(refresh_intervals=None)
             self.es.call("refresh the destination", self.es.client.indices.refresh,
                          index=f"{self.name},{self.records.name}")
         finally:
+            self.writer.shutdown()
             self.es.close()
 
     def abort(self) -> None:
-        """The run failed: indices it created and never wrote to go (a failed start leaves nothing)."""
+        """The run failed: the batch in flight is let end (acknowledged: marked sent; refused: sent again by
+        the next run), refresh goes back on (the next run turns it off again), and indices it created and
+        never wrote to go (a failed start leaves nothing)."""
         try:
+            try:
+                self.wait()
+            except Exception:  # the failure being handled is the one the caller raises
+                log.debug("the batch in flight failed too", exc_info=True)
+            try:
+                self._restore_refresh()
+            except Exception as exc:  # the cluster is gone too: one line, the failure itself is reported
+                log.warning("Could not turn refresh back on for %s (%s): the next run of this job does", self.name,
+                            describe(exc))
             if not self.sent_any and not self.state.counts()[0]:
                 self._remove_created()
         finally:
+            self.writer.shutdown()
             self.es.close()
-
