@@ -182,7 +182,9 @@ def verdicts(client: Any, index: str, logs: list[Path]) -> dict[str, tuple[str, 
             out[h["_id"]] = (d["status"], d.get("duplicate_of"))
     for log in logs:
         if log.exists():
-            for line in log.read_text(encoding="utf-8").splitlines():
+            for line in log.read_text(encoding="utf-8").split("\n"):  # not splitlines: text holds U+2028
+                if not line.strip():
+                    continue
                 e = json.loads(line)
                 item = e.get("item") or {}
                 v = e.get("verdict") or {}
