@@ -1,177 +1,235 @@
-"""``dedup reindex`` throughput: documents per second and requests per document, on the emulator.
+"""``dedup reindex`` against a plain copy and a user's datasketch script, on one cluster, in one run.
 
-    python benchmarks/bench_reindex.py --docs 10000 --workers 1,2      # text corpus
-    python benchmarks/bench_reindex.py --docs 2000 --html              # HTML corpus (parsed)
-    python benchmarks/bench_reindex.py --docs 10000 --workers 1 --slices 2   # and 2 slices + final pass
-    python benchmarks/bench_reindex.py --docs 2000 --workers 1 --slices 2 --without-handover   # it parses again
+    python benchmarks/bench_reindex.py --docs 10000                  # the table of docs/elasticsearch.md
+    python benchmarks/bench_reindex.py --docs 2000 --runs plain,dedup # some rows only
+    python benchmarks/bench_reindex.py --docs 2000 --runs dedup,slices --without-handover  # it parses again
 
-A synthetic corpus is loaded into the noida-db emulator of tests/es_server.py (or the cluster of
-``--es-url``): articles written from WordNet sentences (``sitegen.load_sentences``), 10% exact
-copies and 10% near copies (a paragraph dropped, a sentence added), each with ``url``, ``title``,
-``body`` (or ``html``: the article in a page template), ``crawled`` and ``site``.  Each ``--workers``
-value reindexes it into a new destination; the figures are documents per second (wall time of
-``Reindex.run``, reads, decisions and bulk writes included) and the requests made to the cluster
-per document (target: well under one).  With ``--slices N`` the corpus is also reindexed by N
-``dedup reindex --slices N --slice I`` processes at once, then the final pass (``--merge``): the
-figures are the slices' wall time, the final pass's wall time and requests, and whether the
-kept set equals the first ``--workers`` run's; ``--without-handover`` deletes the slices' hand-over
-(``DEST-slices-features``) before the final pass, which then parses the documents again, as after
-slices of an older version.  The emulator is not Elasticsearch: its timings are not a
-cluster's, but the request count is the design's.
+The corpus is :mod:`reindex_corpus`'s: real goldset-dev and negatives-dev pages, distinct pages
+made from them (their markup, text of their own) and exact and edited copies, with ``url``,
+``title``, ``html`` and ``crawled``; it is loaded into the noida-db emulator of tests/es_server.py
+(or the cluster of ``--es-url``).  Then, one after the other on the same cluster, each row of the
+table reads the whole corpus and writes what it keeps to a new index:
+
+* ``plain``: ``elasticsearch.helpers.reindex(es, "corpus", "plain")``, a copy deciding nothing;
+* ``datasketch``: the script a user might write instead: ``helpers.scan`` in keep order ->
+  resiliparse main text -> word 5-grams -> datasketch ``MinHash(128)`` + ``MinHashLSH(0.3)``
+  -> ``helpers.bulk`` of the documents with no candidate (the others are dropped);
+* ``dedup``: ``Reindex(..., keep="oldest")``, as ``dedup reindex`` runs it; ``workers2``: with
+  ``--workers 2``; ``slices``: ``dedup reindex --slices 2 --slice I`` for both I at once, then the
+  final pass (``--merge``).
+
+Each row has its wall time, documents per second and the ratio to the plain copy's, the client's
+CPU a document (this process and its children: worker processes, slice processes), the cluster's
+CPU (the emulator process's, from /proc) and its ratio to the plain copy's, requests a document,
+and its accuracy against the corpus's ground truth in keep-oldest order (:func:`reindex_corpus.accuracy`:
+copies found, distinct documents wrongly dropped or flagged).  Each row's indices are deleted after
+it, so every row meets a cluster holding the corpus alone.  Beside them, the crawl path's CPU a
+document (``features_from_source`` + ``Deduplicator.process`` on the embedded index, the HTML ->
+verdict of a crawl) on the first ``--crawl-sample`` documents, in the same process.  The emulator
+is not Elasticsearch: its timings are not a cluster's, the ratios on one machine are what this says.
 """
 from __future__ import annotations
 
-import random
+import json
+import os
+import re
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import common
-import sitegen
+import reindex_corpus
 
+RUNS = ("plain", "datasketch", "dedup", "workers2", "slices")
 FIGURES = [("reindex.docs", "documents in the corpus", "docs")]
 
 
-def corpus(n: int, seed: int, html: bool) -> list[dict]:
-    """``n`` documents: 80% originals, 10% exact and 10% near copies of them (shuffled arrival)."""
-    rng = random.Random(seed)
-    sents = sitegen.load_sentences(20_000)
-    originals = max(1, int(n * 0.8))
-    docs: list[dict] = []
-    for i in range(originals):
-        paras = [" ".join(rng.choice(sents) for _ in range(rng.randint(4, 7))) for _ in range(rng.randint(5, 8))]
-        docs.append({"title": " ".join(rng.choice(sents).split()[:7]), "paras": paras, "kind": "original"})
-    while len(docs) < n:
-        src = docs[rng.randrange(originals)]
-        if len(docs) % 2:
-            docs.append({**src, "kind": "exact"})
-        else:
-            paras = list(src["paras"])
-            paras.pop(rng.randrange(len(paras)))
-            paras[0] = paras[0] + " " + rng.choice(sents)
-            docs.append({"title": src["title"], "paras": paras, "kind": "near"})
-    rng.shuffle(docs)
-    out = []
-    for i, d in enumerate(docs):
-        body = "\n\n".join(d["paras"])
-        doc = {"url": f"http://corpus.invalid/{d['kind']}/{i:07d}.html", "title": d["title"],
-               "crawled": 1_700_000_000 + i * 60, "site": "corpus.invalid"}
-        if html:
-            paras = "".join(f"<p>{sitegen.esc(p)}</p>" for p in d["paras"])
-            doc["html"] = (f"<html><head><title>{sitegen.esc(d['title'])}</title></head><body><nav><a href='/'>Home"
-                           f"</a></nav><article><h1>{sitegen.esc(d['title'])}</h1>{paras}</article>"
-                           "<footer>Corpus news</footer></body></html>")
-        else:
-            doc["body"] = body
-        out.append(doc)
-    return out
+class Meter:
+    """Wall time, this process's and its children's CPU, and the cluster process's CPU, of one row."""
+
+    def __init__(self, cluster_pid: int | None) -> None:
+        self.pid = cluster_pid
+
+    def cluster_cpu(self) -> float:
+        if not self.pid:
+            return float("nan")
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def client_cpu() -> float:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    def measure(self, fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+        c0, k0, t0, l0 = self.client_cpu(), self.cluster_cpu(), time.perf_counter(), common.loadavg()
+        out = fn()
+        wall = time.perf_counter() - t0
+        return out, {"wall": wall, "client": self.client_cpu() - c0, "cluster": self.cluster_cpu() - k0,
+                     "load": (l0 + common.loadavg()) / 2}
 
 
-def load(es_url: str, name: str, docs: list[dict], html: bool) -> None:
-    from elasticsearch import Elasticsearch, helpers
+def load(client: Any, name: str, docs: list[dict[str, Any]]) -> None:
+    from elasticsearch import helpers
 
-    client = Elasticsearch(es_url, request_timeout=120)
     client.options(ignore_status=404).indices.delete(index=name)
-    text = {"html": {"type": "text", "index": False}} if html else {"body": {"type": "text"}}
     client.indices.create(index=name, mappings={"properties": {
-        "url": {"type": "keyword"}, "title": {"type": "text"}, "crawled": {"type": "date", "format": "epoch_second"},
-        "site": {"type": "keyword"}, **text}})
-    helpers.bulk(client, ({"_index": name, "_id": f"d{i}", "_source": d} for i, d in enumerate(docs)),
-                 chunk_size=500)
+        "url": {"type": "keyword"}, "title": {"type": "text"}, "html": {"type": "text", "index": False},
+        "crawled": {"type": "date", "format": "epoch_second"}}})
+    helpers.bulk(client, ({"_index": name, "_id": d["id"], "_source": {k: v for k, v in d.items() if k != "id"}}
+                          for d in docs), chunk_size=200, max_chunk_bytes=20 << 20)
     client.indices.refresh(index=name)
-    client.close()
 
 
-def dest_verdicts(es_url: str, name: str) -> dict[str, tuple[str, str | None]]:
-    """Each kept document's id -> (status, duplicate_of) of its ``dedup`` verdict."""
-    from elasticsearch import Elasticsearch, helpers
-
-    client = Elasticsearch(es_url, request_timeout=120)
-    try:
-        client.indices.refresh(index=name)
-        hits = helpers.scan(client, index=name, _source=["dedup.status", "dedup.duplicate_of"], size=5000)
-        return {h["_id"]: ((h["_source"].get("dedup") or {}).get("status"),
-                           (h["_source"].get("dedup") or {}).get("duplicate_of")) for h in hits}
-    finally:
-        client.close()
+def drop_indices(client: Any, prefix: str) -> None:
+    for name in client.indices.get(index=f"{prefix}*", expand_wildcards="all"):
+        client.indices.delete(index=name)
 
 
-def sliced(res: "common.Results", base: str, tmp: Path, args, single_dest: str) -> None:
-    """N slice processes at once, then the final pass; kept set compared with ``single_dest``."""
-    import subprocess
+# -- the rows ---------------------------------------------------------------------------------------
+def plain_copy(client: Any) -> dict[str, tuple[str, str | None]]:
+    from elasticsearch import helpers
 
+    # the emulator has no data streams: the helper's look-up of one answers 400, which it reads as "an index"
+    helpers.reindex(client, "corpus", "plain", target_client=client.options(ignore_status=400))
+    return {}
+
+
+_WORD = re.compile(r"\w+")
+
+
+def datasketch_script(client: Any) -> dict[str, tuple[str, str | None]]:
+    """The script a user might write (see the module docstring); returns the dropped ids -> (status, copy of)."""
+    from datasketch import MinHash, MinHashLSH
+    from elasticsearch import helpers
+    from resiliparse.extract.html2text import extract_plain_text
+
+    lsh = MinHashLSH(threshold=0.3, num_perm=128)
+    dropped: dict[str, tuple[str, str | None]] = {}
+
+    def kept() -> Any:
+        hits = helpers.scan(client, index="corpus", preserve_order=True, size=500,
+                            query={"sort": [{"crawled": "asc"}, {"url": "asc"}]})
+        for hit in hits:
+            text = extract_plain_text(hit["_source"]["html"], main_content=True)
+            words = _WORD.findall(text.lower())
+            grams = {" ".join(words[i:i + 5]).encode() for i in range(max(1, len(words) - 4))}
+            m = MinHash(num_perm=128)
+            m.update_batch(list(grams))
+            found = lsh.query(m)
+            if found:
+                dropped[hit["_id"]] = ("duplicate", found[0])
+                continue
+            lsh.insert(hit["_source"]["url"], m)
+            yield {"_index": "script", "_id": hit["_id"], "_source": hit["_source"]}
+
+    helpers.bulk(client, kept(), chunk_size=500, max_chunk_bytes=20 << 20)
+    return dropped
+
+
+def dedup_run(base: str, tmp: Path, workers: int) -> tuple[Any, dict[str, tuple[str, str | None]]]:
+    from dedup.deduplicator import DedupConfig
+    from index.elastic.reindex import Reindex
+
+    dest = f"dedup-w{workers}"
+    job = Reindex(f"{base}/corpus", f"{base}/{dest}", url_field="url", text_field=None, html_field="html",
+                  title_field="title", time_field="crawled", keep="oldest", config=DedupConfig(),
+                  dropped_log=tmp / dest / "dropped.jsonl", workers=workers)
+    return job.run(), tmp / dest / "dropped.jsonl"
+
+
+def sliced_run(base: str, tmp: Path, n: int, without_handover: bool) -> Any:
     from dedup.deduplicator import DedupConfig
     from index.elastic.reindex import Reindex
     from index.elastic.reindex_slices import merge
 
-    n = args.slices
-    dest = f"{base}/bench-dest-s{n}"
-    fields = ["--text-field", "", "--html-field", "html"] if args.html else ["--text-field", "body"]
-    common_args = ["reindex", f"{base}/bench-corpus", dest, "--url-field", "url", "--title-field", "title",
-                   "--time-field", "crawled", *fields, "--slices", str(n), "--json"]
-    t = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-m", "dedup.cli", *common_args, "--slice", str(i),
-                               "--dropped-log", str(tmp / f"s{i}" / "dropped.jsonl")], cwd=common.ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for i in range(n)]
-    import json
-
+    dest = f"{base}/dedup-s{n}"
+    args = ["reindex", f"{base}/corpus", dest, "--url-field", "url", "--title-field", "title", "--time-field",
+            "crawled", "--text-field", "", "--html-field", "html", "--keep", "oldest", "--slices", str(n), "--json"]
+    procs = [subprocess.Popen([sys.executable, "-m", "dedup.cli", *args, "--slice", str(i), "--dropped-log",
+                               str(tmp / f"s{i}" / "dropped.jsonl")], cwd=common.ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True) for i in range(n)]
     reports = [json.loads(p.communicate()[0]) for p in procs]
-    slices_wall = time.perf_counter() - t
-    job = Reindex(f"{base}/bench-corpus", dest, url_field="url", text_field=None if args.html else "body",
-                  html_field="html" if args.html else None, title_field="title", time_field="crawled",
-                  config=DedupConfig(), dropped_log=tmp / "merge" / "dropped.jsonl", slices=n, merge=True)
-    if args.without_handover:  # as after slices of an older version: the final pass parses again
+    if without_handover:  # as after slices of an older version: the final pass parses again
         from elasticsearch import Elasticsearch
 
-        client = Elasticsearch(base, request_timeout=120)
-        client.indices.delete(index=f"{dest.rsplit('/', 1)[1]}-slices-features")
+        client = Elasticsearch(base, request_timeout=300)
+        client.indices.delete(index=f"dedup-s{n}-slices-features")
         client.close()
-    t = time.perf_counter()
+    job = Reindex(f"{base}/corpus", dest, url_field="url", text_field=None, html_field="html", title_field="title",
+                  time_field="crawled", keep="oldest", config=DedupConfig(), dropped_log=tmp / "merge" / "dropped.jsonl",
+                  slices=n, merge=True)
     merged = merge(job)
-    merge_wall = time.perf_counter() - t
-    total = sum(r["processed"] for r in reports)
-    got, want = (dest_verdicts(base, d.rsplit("/", 1)[1]) for d in (dest, single_dest))
-    same = set(got) == set(want)
-    differ = sum(got[i] != want[i] for i in set(got) & set(want))
-    res.figure(f"reindex.s{n}.docs_per_s", f"documents per second, {n} slices at once then the final pass",
-               total / (slices_wall + merge_wall), "docs/s", note=f"load {common.loadavg():.1f}")
-    res.figure(f"reindex.s{n}.merge_s", "final pass wall time", merge_wall, "s",
-               note=f"{merged.processed} kept documents decided again ({merged.handed_over} from the query features "
-                    f"their slice handed over, {merged.reparsed} parsed again), {merged.dropped} dropped, "
-                    f"{merged.flagged} flagged; load {common.loadavg():.1f}")
-    res.figure(f"reindex.s{n}.reparsed", "kept documents the final pass parsed again", merged.reparsed, "docs",
-               goal=None if args.without_handover else ("==", 0))
-    handed, handed_bytes = (sum(r.get(k, 0) for r in reports) for k in ("handed_over", "handover_bytes"))
-    res.figure(f"reindex.s{n}.handover_bytes_per_doc", "bytes of query features a slice hands the final pass per "
-               "kept document (JSON _source in DEST-slices-features)", handed_bytes / max(handed, 1), "bytes")
-    res.figure(f"reindex.s{n}.merge_requests_per_doc", "final pass requests per document of the corpus",
-               merged.requests / max(total, 1), "requests/doc", goal=("<", 0.1))
-    res.figure(f"reindex.s{n}.same_kept_set", "kept set equals the unsliced run's", int(same), "bool", goal=("==", 1))
-    res.figure(f"reindex.s{n}.verdicts_differ", "kept documents whose status or duplicate_of differs from the "
-               "unsliced run's", differ, "docs", goal=("==", 0))
-    print(f"  --slices {n}: {total} docs in {slices_wall:.1f} s + final pass {merge_wall:.1f} s "
-          f"({merged.requests} requests, parsed again {merged.reparsed}, dropped {merged.dropped}, flagged "
-          f"{merged.flagged}; {handed} query features handed over, {handed_bytes / max(handed, 1):.0f} bytes each); "
-          f"same kept set as one process: {same}; verdicts differing: {differ}", flush=True)
+    logs = [tmp / f"s{i}" / "dropped.jsonl" for i in range(n)] + [tmp / "merge" / "dropped.jsonl"]
+    return reports, merged, logs
+
+
+def verdicts(client: Any, index: str, logs: list[Path]) -> dict[str, tuple[str, str | None]]:
+    """Each flagged or dropped document's id -> (status, duplicate_of): the destination's flagged ones, then
+    the dropped log's."""
+    from elasticsearch import helpers
+
+    client.indices.refresh(index=index)
+    out: dict[str, tuple[str, str | None]] = {}
+    for h in helpers.scan(client, index=index, _source=["dedup.status", "dedup.duplicate_of"], size=5000):
+        d = h["_source"].get("dedup") or {}
+        if d.get("status") not in (None, "unique"):
+            out[h["_id"]] = (d["status"], d.get("duplicate_of"))
+    for log in logs:
+        if log.exists():
+            for line in log.read_text(encoding="utf-8").split("\n"):  # not splitlines: text holds U+2028
+                if not line.strip():
+                    continue
+                e = json.loads(line)
+                item = e.get("item") or {}
+                v = e.get("verdict") or {}
+                if "id" in item:
+                    out[str(item["id"])] = (v.get("status", "exact_duplicate"), v.get("duplicate_of"))
+    return out
+
+
+def crawl_path_cpu(docs: list[dict[str, Any]], tmp: Path) -> float:
+    """CPU seconds a document of the crawl's HTML -> verdict (page, features, decision on the embedded index)."""
+    from dedup.deduplicator import DedupConfig, Deduplicator
+    from dedup.sources import Source, features_from_source
+    from index.local import LocalIndex
+
+    config = DedupConfig()
+    index = LocalIndex(tmp / "crawl-index", k=config.max_distance, blocks=config.blocks)
+    try:
+        decider = Deduplicator(index, config)
+        features_from_source(Source(url="http://warm.invalid/", html=docs[0]["html"]), config)  # loads the tables
+        t = time.process_time()
+        for d in sorted(docs, key=lambda d: (d["crawled"], d["url"])):
+            page, features = features_from_source(Source(url=d["url"], html=d["html"]), config)
+            decider.process(page, features=features, fetched_at=float(d["crawled"]))
+        return (time.process_time() - t) / len(docs)
+    finally:
+        index.close()
 
 
 def main(argv=None) -> int:
     p = common.parser(__doc__)
     p.add_argument("--docs", type=int, default=10_000, help="documents in the corpus (default 10,000)")
-    p.add_argument("--workers", default="1,2", help="comma list of --workers values to run (default 1,2)")
-    p.add_argument("--html", action="store_true", help="an HTML field, parsed and extracted (default: text)")
+    p.add_argument("--runs", default=",".join(RUNS), help=f"comma list of rows (default all: {','.join(RUNS)})")
+    p.add_argument("--slices", type=int, default=2, help="slices of the `slices` row (default 2)")
+    p.add_argument("--crawl-sample", type=int, default=2000, help="documents the crawl path is timed on (2,000)")
     p.add_argument("--es-url", help="a cluster to use instead of starting the emulator")
-    p.add_argument("--slices", type=int, default=0, help="also run N slices in parallel, then --merge (default: no)")
     p.add_argument("--without-handover", action="store_true",
-                   help="with --slices: delete the slices' hand-over before --merge, which then parses again")
+                   help="slices row: delete the slices' hand-over before --merge, which then parses again")
     args = p.parse_args(argv)
     n = 300 if args.quick else args.docs
-    workers = [int(w) for w in args.workers.split(",")]
-    res = common.Results("bench_reindex.py", 19, "dedup reindex: documents per second, requests per document", args)
-    from dedup.deduplicator import DedupConfig
-    from index.elastic.reindex import Reindex
+    runs = [r for r in args.runs.split(",") if r]
+    unknown = sorted(set(runs) - set(RUNS))
+    if unknown:
+        p.error(f"unknown rows {unknown}; valid: {', '.join(RUNS)}")
+    res = common.Results("bench_reindex.py", 29, "dedup reindex against a plain copy and a datasketch script", args)
+    from elasticsearch import Elasticsearch
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-reindex-"))
     emulator = None
@@ -183,36 +241,67 @@ def main(argv=None) -> int:
 
             emulator = Emulator(tmp / "noida")
             base = emulator.start()
+        client = Elasticsearch(base, request_timeout=600)
+        meter = Meter(emulator.proc.pid if emulator and emulator.proc else None)
         t = time.perf_counter()
-        docs = corpus(n, args.seed, args.html)
-        load(base, "bench-corpus", docs, args.html)
-        print(f"corpus of {n} documents loaded in {time.perf_counter() - t:.1f} s", flush=True)
+        docs, groups = reindex_corpus.corpus(n, args.seed)
+        size = sum(len(d["html"].encode("utf-8", "surrogatepass")) for d in docs) / n
+        load(client, "corpus", docs)
+        print(f"corpus of {n} documents ({size / 1000:.0f} KB of HTML each) made and loaded in "
+              f"{time.perf_counter() - t:.0f} s", flush=True)
         res.figure("reindex.docs", "documents in the corpus", n, "docs",
-                   note="80% originals, 10% exact, 10% near copies; " + ("HTML field" if args.html else "text field"))
-        rows = []
-        for w in workers:
-            job = Reindex(f"{base}/bench-corpus", f"{base}/bench-dest-w{w}", url_field="url",
-                          text_field=None if args.html else "body", html_field="html" if args.html else None,
-                          title_field="title", time_field="crawled", config=DedupConfig(),
-                          dropped_log=tmp / f"w{w}" / "dropped.jsonl", workers=w)
-            load_start = common.loadavg()
-            t = time.perf_counter()
-            report = job.run()
-            wall = time.perf_counter() - t
-            rate = report.processed / wall
-            res.figure(f"reindex.w{w}.docs_per_s", f"documents per second, --workers {w}", rate, "docs/s",
-                       note=f"load {load_start:.1f}")
-            res.figure(f"reindex.w{w}.requests_per_doc", f"requests per document, --workers {w}",
-                       report.requests / max(report.processed, 1), "requests/doc", goal=("<", 0.1))
-            rows.append([w, report.processed, report.kept, report.dropped, report.flagged, round(wall, 1),
-                         round(rate, 1), report.requests])
-            print(f"  --workers {w}: {report.processed} docs in {wall:.1f} s ({rate:.1f}/s), {report.requests} "
-                  f"requests, kept {report.kept}, dropped {report.dropped}", flush=True)
-        res.table("runs", ["workers", "documents", "kept", "dropped", "flagged", "wall s", "docs/s", "requests"], rows)
-        if args.slices > 1:
-            sliced(res, base, tmp, args, f"{base}/bench-dest-w{workers[0]}")
+                   note=f"goldset-dev and negatives-dev pages, distinct pages made from them, exact and edited "
+                        f"copies; {size / 1000:.0f} KB of HTML a document")
+        crawl_docs = docs[:min(args.crawl_sample, n)]
+        crawl = crawl_path_cpu(crawl_docs, tmp)
+        res.figure("reindex.crawl_cpu_ms", "crawl path CPU a document (HTML -> verdict, embedded index)",
+                   crawl * 1000, "ms", note=f"{len(crawl_docs)} documents; load {common.loadavg():.1f}")
+        rows, plain = [], None
+        for run in runs:
+            requests = None
+            if run == "plain":
+                got, m = meter.measure(lambda: plain_copy(client))
+                drop_indices(client, "plain")
+            elif run == "datasketch":
+                got, m = meter.measure(lambda: datasketch_script(client))
+                drop_indices(client, "script")
+            elif run in ("dedup", "workers2"):
+                w = 1 if run == "dedup" else 2
+                (report, log), m = meter.measure(lambda: dedup_run(base, tmp, w))
+                got = verdicts(client, f"dedup-w{w}", [log])
+                requests = report.requests
+                drop_indices(client, f"dedup-w{w}")
+            else:
+                (reports, merged, logs), m = meter.measure(lambda: sliced_run(base, tmp, args.slices,
+                                                                              args.without_handover))
+                got = verdicts(client, f"dedup-s{args.slices}", logs)
+                requests = sum(r["requests"] for r in reports) + merged.requests
+                drop_indices(client, f"dedup-s{args.slices}")
+            acc = reindex_corpus.accuracy(docs, groups, got) if run != "plain" else None
+            if run == "plain":
+                plain = m
+            rate = n / m["wall"]
+            row = {"run": run, "wall_s": round(m["wall"], 1), "docs_per_s": round(rate, 1),
+                   "wall_vs_plain": round(m["wall"] / plain["wall"], 2) if plain else None,
+                   "client_ms_per_doc": round(m["client"] / n * 1000, 2),
+                   "client_vs_crawl": round(m["client"] / n / crawl, 2),
+                   "cluster_cpu_s": round(m["cluster"], 1),
+                   "cluster_vs_plain": round(m["cluster"] / plain["cluster"], 2) if plain else None,
+                   "requests_per_doc": round(requests / n, 3) if requests is not None else None,
+                   "copies": acc["copies"] if acc else None, "found": acc["found"] if acc else None,
+                   "wrong": acc["wrong"] if acc else None, "load": round(m["load"], 1)}
+            rows.append(row)
+            for key in ("docs_per_s", "wall_vs_plain", "client_ms_per_doc", "cluster_vs_plain", "found", "wrong"):
+                if row[key] is not None:
+                    res.figure(f"reindex.{run}.{key}", f"{run}: {key.replace('_', ' ')}", row[key], "",
+                               note=f"load {row['load']}")
+            print("  " + "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+        columns = list(rows[0]) if rows else []
+        res.table("runs", columns, [[r[c] for c in columns] for r in rows],
+                  note=f"crawl path {crawl * 1000:.2f} ms CPU a document; ratios to the plain copy of this run")
         res.note("Elasticsearch API of the noida-db emulator (not Elasticsearch: its timings are not a cluster's)"
                  if emulator else f"cluster {base}")
+        client.close()
     finally:
         if emulator is not None:
             emulator.stop()

@@ -63,32 +63,31 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import KEPT, append_events, drop_line, iso_now, iter_lines
+from dedup.droplog import drop_line
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
-from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
-from dedup.workers import WorkerError, WorkerPool
+from dedup.sources import LazyFeaturizer
 
-from .connect import IndexUnavailable, Retrying, connect, describe
+from .connect import Retrying, connect
+from .reindex_check import Inspection
+from .reindex_decide import Capture, PageMaker, featured
+from .reindex_read import KEEP_RULES, keep_sort, mapping_fields, read_ahead, read_sorted, source_key
 from .reindex_state import WorkState
-from .search import DEDUP_MAPPING, field_value, pit_pages
-from .slicing import handover_json, handover_source
+from .reindex_write import EXTRACTED_TEXT, MARKER, Sink, payload_json
+from .search import field_value
+from .slicing import handover_json
 
 __all__ = ["Reindex", "ReindexReport", "keep_sort", "mapping_fields", "KEEP_RULES", "MARKER"]
 
 log = logging.getLogger(__name__)
 
-KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
-#: the key of the destination mapping's ``_meta`` naming the run that fills it
-MARKER = "dedup_reindex"
-#: where a destination reindexed from HTML keeps each kept page's extracted main text (Reindex.extracts_text)
-EXTRACTED_TEXT = "dedup.text"
 _TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text, HTML or title field may be
 _ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
 #: the time field ``oldest`` and ``newest`` sort by when none is named and the source has it
@@ -96,66 +95,6 @@ DEFAULT_TIME_FIELD = "fetched_at"
 _DATE_TYPES = ("date", "date_nanos")
 _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
-
-
-def source_key(source: dict[str, Any]) -> str:
-    """A 64-bit hash of a source document's whole ``_source`` (16 hex digits): an update skips a document
-    whose key is the one it was decided with."""
-    import xxhash
-
-    return xxhash.xxh3_64_hexdigest(json.dumps(source, sort_keys=True, ensure_ascii=False, default=str,
-                                               separators=(",", ":")).encode("utf-8", "surrogatepass"))
-
-
-def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, Any]]:
-    """The sort of a keep rule (see the module docstring)."""
-    if rule == "oldest":
-        return [{time_field: "asc"}, {url_field: "asc"}]
-    if rule == "newest":
-        return [{time_field: "desc"}, {url_field: "asc"}]
-    if rule.startswith("field:"):
-        parts = rule.split(":")
-        if len(parts) in (2, 3) and parts[1] and (len(parts) == 2 or parts[2] in ("asc", "desc")):
-            return [{parts[1]: parts[2] if len(parts) == 3 else "asc"}, {url_field: "asc"}]
-    raise ValueError(f"unknown keep rule {rule!r}; valid: {', '.join(KEEP_RULES)}")
-
-
-def mapping_fields(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Dotted field path -> type of every field of an index mapping (multi-fields included)."""
-    out: dict[str, str] = {}
-    for name, spec in (mapping.get("properties") or {}).items():
-        path = prefix + name
-        if "properties" in spec:
-            out.update(mapping_fields(spec, path + "."))
-        else:
-            out[path] = spec.get("type", "object")
-        for sub, sub_spec in (spec.get("fields") or {}).items():
-            out[f"{path}.{sub}"] = sub_spec.get("type", "object")
-    return out
-
-
-@dataclass(frozen=True)
-class PageMaker:
-    """Builds the page of a source document through the one page path
-    (:func:`dedup.sources.page_from_source`): its HTML field parsed, else its text and title
-    fields, with the config's input limits, as a crawl builds them.  Picklable, for the worker
-    processes."""
-
-    url_field: str
-    html_field: str | None
-    text_field: str | None
-    title_field: str | None
-    config: DedupConfig
-
-    def source(self, hit: dict[str, Any]) -> Source:
-        """The :class:`~dedup.sources.Source` of a source document (what a worker process is sent)."""
-        source = hit["_source"]
-        url = str(field_value(source, self.url_field) or hit["_id"])
-        return Source.from_document(source, url, html_field=self.html_field, text_field=self.text_field,
-                                    title_field=self.title_field)
-
-    def __call__(self, hit: dict[str, Any]) -> Page:
-        return page_from_source(self.source(hit), self.config)
 
 
 @dataclass
@@ -191,36 +130,7 @@ class ReindexReport:
         return dict(self.__dict__)
 
 
-class _Capture:
-    """The local index, remembering the record a decision added (to store its ids with it).  While
-    ``own`` is set, ``(url, record)``, the record of ``url`` is that one: an update is decided
-    against its own older record, whatever other document of the corpus shares its URL."""
-
-    def __init__(self, index: Any) -> None:
-        self.index = index
-        self.added: list[Record] = []
-        self.own: tuple[str, Record | None] | None = None
-
-    def add(self, record: Record) -> int:
-        rid = self.index.add(record)
-        self.added.append(record)
-        return rid
-
-    def replace(self, record_id: int, record: Record) -> int:
-        rid = self.index.replace(record_id, record)
-        self.added.append(record)
-        return rid
-
-    def by_url(self, url: str) -> Record | None:
-        if self.own is not None and self.own[0] == url:
-            return self.own[1]
-        return self.index.by_url(url)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.index, name)
-
-
-class Reindex:
+class Reindex(Inspection):
     """One reindex job; :meth:`run` does it (see the module docstring).
 
     ``batch_size``: documents per bulk write (500); ``bulk_bytes``: and at most this many bytes
@@ -289,6 +199,11 @@ class Reindex:
         self.progress = progress
         self.on_decided = on_decided  # a test hook: called with the count after every decision
         self.requests = 0
+        self._requests_lock = threading.Lock()  # counted by the job, its reader and its writer threads
+
+    def count_requests(self, n: int) -> None:
+        with self._requests_lock:
+            self.requests += n
 
     def _connect(self, uri: str) -> tuple[Retrying, str]:
         from . import CONNECT_OPTIONS
@@ -334,13 +249,13 @@ class Reindex:
             report = ReindexReport(dry_run=self.dry_run)
             report.resumed_from = state.counts()[0] if (state.get("pass") or 1) == 1 else 0
             self._remove_orphans(local, state)
-            sink = None if self.dry_run else _Sink(self, src, src_name, state, local)
+            sink = None if self.dry_run else Sink(self, src, src_name, state, local)
             try:
                 if sink is not None:
                     report.resent = sink.resend()
                 self._loop(src, src_name, local, state, sink, report, total)
                 if sink is not None:
-                    sink.flush()
+                    sink.flush(wait=True)
                     if self.slices > 1:
                         processed, kept, _, statuses = state.counts()
                         sink.registry.finish(self.slice_id, {"processed": processed, "kept": kept,
@@ -419,9 +334,9 @@ class Reindex:
             else:
                 state.set(intent=None)
 
-    def _loop(self, src: Retrying, src_name: str, local: Any, state: WorkState, sink: "_Sink | None",
+    def _loop(self, src: Retrying, src_name: str, local: Any, state: WorkState, sink: "Sink | None",
               report: ReindexReport, total: int) -> None:
-        capture = _Capture(local)
+        capture = Capture(local)
         # with worker processes, this one featurizes only a document a worker failed on (as a crawl's)
         decider = Deduplicator(capture, self.config,
                                featurizer=LazyFeaturizer(self.config) if self.workers > 1 else None)
@@ -490,18 +405,19 @@ class Reindex:
             # serialised here once, then kept, sized and sent as this text
             handover = (handover_json(decider.query_features(page, features)) if self.slices > 1
                         and record is not None and page is not None and not isinstance(features, str) else None)
+            sent = payload_json(payload)  # serialised once: kept in the work folder, sized and sent as it is
             state.record(sid, status=verdict.status, kept=verdict.kept, record_id=rid, es_record_id=es_rid,
-                         payload=payload, after=sort, handover=handover, body=body, source_key=skey, ops=ops)
+                         payload=sent, after=sort, handover=handover, body=body, source_key=skey, ops=ops)
             done += 1
             if sink is not None:
-                sink.add(sid, verdict.kept, record, payload, handover, ops)
+                sink.add(sid, verdict.kept, record, payload, handover, ops, body=sent)
             if self.on_decided:
                 self.on_decided(done)
             if self.progress:
                 self.progress(done, max(total, done))
 
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,
-                  capture: _Capture, row: tuple, state: WorkState
+                  capture: Capture, row: tuple, state: WorkState
                   ) -> tuple[Verdict, Record | None, int | None, dict[str, Any]]:
         """The decision on a document decided before whose page changed: an update of its own record
         (``Deduplicator.process``, with the record of its URL being that one). Returns the verdict, the
@@ -548,7 +464,7 @@ class Reindex:
             ops["kept_event"] = page.url
         return verdict, record, record.id if record else None, ops
 
-    def _refresh(self, hit: dict[str, Any], row: tuple, skey: str, state: WorkState, sink: "_Sink | None") -> None:
+    def _refresh(self, hit: dict[str, Any], row: tuple, skey: str, state: WorkState, sink: "Sink | None") -> None:
         """A document whose page is unchanged but whose other fields changed: a kept one gets its new
         ``_source`` with the verdict it has in the destination; a dropped one stays out (its keys are kept).
         The read position is not committed: documents read before it may still be undecided."""
@@ -568,88 +484,14 @@ class Reindex:
 
     def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
                   ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
-        """``(hit, sort, page, features or error text)`` in read order: computed here with one
-        worker, else by worker processes (:class:`dedup.workers.WorkerPool` running
-        :func:`dedup.sources.features_from_source`, as a crawl's do) one read page ahead of the
-        decisions (which stay here).  A document a worker failed on is done again here, which
-        reports its error as the one-worker run does."""
-        make = self._page_maker()
-
-        def here(hit: dict[str, Any]) -> tuple[Page | None, Any]:
-            try:
-                page = make(hit)
-                return page, decider.featurizer(page)
-            except Exception as exc:  # a bad document is reported and kept, never the end of the job
-                return None, f"{type(exc).__name__}: {exc}"
-
-        if self.workers == 1:
-            for hit, sort in hits:
-                yield hit, sort, *here(hit)
-            return
-        from itertools import islice
-
-        with WorkerPool(self.workers) as pool:
-            pool.broadcast(prepare, self.config)  # the workers load while the first page is read
-
-            def ask(hit: dict[str, Any]) -> Any:
-                try:
-                    return pool.submit(features_from_source, make.source(hit), self.config)
-                except Exception:  # every worker has exited, or a hit that is no document: done here
-                    return None
-
-            ahead: list[tuple[dict[str, Any], list[Any], Any]] = []
-            while True:
-                batch = [(hit, sort, ask(hit)) for hit, sort in islice(hits, self.read_size)]
-                for hit, sort, future in ahead:
-                    try:
-                        page, features = here(hit) if future is None else future.result()
-                    except WorkerError:  # a bad document (reported as with one worker) or a worker that died
-                        page, features = here(hit)
-                    yield hit, sort, page, features
-                if not batch:
-                    return
-                ahead = batch
+        return featured(hits, self._page_maker(), decider, workers=self.workers, window=self.read_size)
 
     def _read(self, src: Retrying, index: str, after: list[Any] | None) -> Iterator[tuple[dict[str, Any], list[Any]]]:
-        """``(hit, sort values)`` in keep-rule order after ``after``, through a point in time that is
-        reopened at the last position when it is lost (expired, or the server restarted)."""
-        from elasticsearch import NotFoundError
-
-        c = src.client
-        pit = None
-        try:
-            while True:
-                if pit is None:
-                    pit = src.call("open a point in time", c.open_point_in_time, index=index,
-                                   keep_alive=self.keep_alive)["id"]
-                body: dict[str, Any] = {"pit": {"id": pit, "keep_alive": self.keep_alive}, "size": self.read_size,
-                                        "sort": self.sort, "track_total_hits": False}
-                if self.slices > 1:
-                    from .slicing import SLICE_FIELD
-
-                    body["slice"] = {"field": SLICE_FIELD, "id": self.slice_id, "max": self.slices}
-                if after is not None:
-                    body["search_after"] = after
-                try:
-                    got = src.call("read documents", c.search, **body)
-                except NotFoundError as exc:
-                    log.warning("Point in time on %s lost (%s); reopening it after the last document read",
-                                index, describe(exc))
-                    pit = None
-                    continue
-                pit = got.get("pit_id", pit)
-                hits = got["hits"]["hits"]
-                for hit in hits:
-                    yield hit, hit["sort"]
-                    after = hit["sort"]
-                if len(hits) < self.read_size:
-                    return
-        finally:
-            if pit is not None:
-                try:
-                    c.close_point_in_time(id=pit)
-                except Exception:  # the PIT expires by itself; never mask the real error
-                    log.debug("could not close point in time on %s", index, exc_info=True)
+        """``(hit, sort values)`` in keep-rule order after ``after`` (:func:`.reindex_read.read_sorted`), read one
+        page ahead by a thread (:func:`.reindex_read.read_ahead`) while this one decides."""
+        return read_ahead(read_sorted(src, index, sort=self.sort, size=self.read_size, keep_alive=self.keep_alive,
+                                      slice_=(self.slice_id, self.slices) if self.slices > 1 else None, after=after),
+                          depth=self.read_size)
 
     def _decide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator) -> Verdict:
         """The verdict of a page whose features are computed (``Deduplicator.process`` with the
@@ -805,115 +647,6 @@ class Reindex:
         tmp.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
         os.replace(tmp, self.checkpoint)
 
-    # -- consistency check -------------------------------------------------------------------------------
-    def check(self) -> dict[str, Any]:
-        """Compare the destination, ``DEST-dedup`` and the dropped log with the work folder: what
-        each lacks, what each holds that no decision explains.  ``report["ok"]`` when all agree."""
-        from . import dedup_name
-
-        if self.merging:
-            raise ValueError("--check compares one run's work folder with the cluster: check each slice "
-                             "(--slices N --slice I --check); the final pass keeps no work folder")
-        if not (self.work_dir / "state.sqlite").exists():
-            raise ValueError(f"no work folder {self.work_dir} to check against (pass --work-dir)")
-        state = WorkState(self.work_dir)
-        es, name = self._connect(self.dest_uri)
-        try:
-            kept, dropped = state.ids(kept=True), state.ids(kept=False)
-            unsent = sum(1 for _ in state.unsent())
-            merged: set[str] = set()
-            if self.slices > 1:
-                # the final pass may have dropped kept documents of this slice (into its own log), and
-                # the destination holds every slice's documents: only this slice's are compared
-                from .slicing import Registry
-
-                merged = set(Registry(es, name).drops(self.slice_id)) & set(kept)
-                kept = {k: v for k, v in kept.items() if k not in merged}
-            dest_ids = self._all_ids(es, name, slice_id=self.slice_id)
-            record_ids = self._all_ids(es, dedup_name(name))
-            want_records = {str(r) for r in kept.values() if r is not None}
-            logged, restored = self._log_states()
-            pending = {k for k, *_ in state.unsent()}
-            report = {
-                "destination": name, "decided": len(kept) + len(dropped) + unsent, "unsent": unsent,
-                "kept": len(kept), "dropped": len(dropped), "restored": len(restored),
-                "dropped_by_final_pass": len(merged),
-                "missing_in_destination": sorted((set(kept) | restored) - dest_ids),
-                "unexpected_in_destination": sorted(dest_ids - set(kept) - set(dropped) - pending),
-                "dropped_but_in_destination": sorted(((set(dropped) | merged) - restored) & dest_ids),
-                "missing_records": sorted(want_records - record_ids),
-                "missing_in_dropped_log": sorted(set(dropped) - logged - restored),
-                "kept_but_in_dropped_log": sorted(set(kept) & (logged | restored)),
-            }
-            report["ok"] = not any(v for k, v in report.items() if isinstance(v, list))
-            return report
-        finally:
-            es.close()
-            state.close()
-
-    def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
-        """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
-        ``dedup.slice``; restored documents, which carry none, count for every slice)."""
-        if not es.call("check an index", es.client.indices.exists, index=index):
-            return set()
-        ids: set[str] = set()
-        for hits in pit_pages(es, index, "list document ids", size=5000,
-                              _source=["dedup.slice"] if slice_id is not None else False):
-            ids.update(h["_id"] for h in hits if slice_id is None or
-                       ((h.get("_source") or {}).get("dedup") or {}).get("slice", slice_id) == slice_id)
-        return ids
-
-    def _logged_ids(self) -> set[str]:
-        """Source ids this reindex has in the dropped log (restored ones included)."""
-        dropped, restored = self._log_states()
-        return dropped | restored
-
-    def _log_states(self) -> tuple[set[str], set[str]]:
-        """``(dropped, restored)`` source ids of this reindex in the dropped log, read line by line
-        (append-only: a later ``restored`` event of a URL restores the latest drop of it, a ``kept``
-        event says an update kept it)."""
-        state, _ = self._read_log()
-        return ({s for s, v in state.items() if v == "dropped"}, {s for s, v in state.items() if v == "restored"})
-
-    def _logged_lines(self) -> tuple[set[tuple[str, str | None]], set[str]]:
-        """``(source id, body key)`` of this reindex's drop lines in the dropped log, and the source ids
-        whose latest line is a ``kept`` event: what a resend must not log again."""
-        state, lines = self._read_log()
-        return lines, {s for s, v in state.items() if v == KEPT}
-
-    def _logged_sources(self) -> dict[str, str]:
-        """Source id -> :func:`source_key` of the ``_source`` its latest drop line in the dropped log holds."""
-        out: dict[str, str] = {}
-        if self.dropped_log.exists():
-            for _, _, entry, _ in iter_lines(self.dropped_log):
-                item = (entry or {}).get("item")
-                if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item \
-                        and isinstance(item.get("source"), dict):
-                    out[str(item["id"])] = source_key(item["source"])
-        return out
-
-    def _read_log(self) -> tuple[dict[str, str], set[tuple[str, str | None]]]:
-        state: dict[str, str] = {}
-        lines: set[tuple[str, str | None]] = set()
-        url_ids: dict[str, str] = {}
-        if self.dropped_log.exists():
-            with self.dropped_log.open(encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        entry = json.loads(line)
-                    except ValueError:
-                        continue
-                    if not isinstance(entry, dict):
-                        continue
-                    item = entry.get("item")
-                    if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
-                        sid = str(item["id"])
-                        state[sid], url_ids[str(entry.get("url"))] = "dropped", sid
-                        lines.add((sid, entry.get("body")))
-                    elif entry.get("event") in ("restored", KEPT) and str(entry.get("url")) in url_ids:
-                        state[url_ids[str(entry["url"])]] = entry["event"]
-        return state, lines
-
 
 class _Counting(Retrying):
     """A :class:`Retrying` client that counts the requests it makes (for the report)."""
@@ -923,334 +656,5 @@ class _Counting(Retrying):
         self._job = job
 
     def call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        self._job.requests += 1
+        self._job.count_requests(1)
         return super().call(what, fn, *args, **kwargs)
-
-
-class _Sink:
-    """The cluster side of a run: destination, its dedup records and the dropped log, written in bulk."""
-
-    def __init__(self, job: Reindex, src: Retrying, src_name: str, state: WorkState, local: Any) -> None:
-        from . import dedup_name
-        from .records import ElasticIndex
-
-        self.job, self.state, self.local = job, state, local
-        self.es, self.name = job._connect(job.dest_uri)
-        self.created: list[str] = []
-        self.registry: Any = None
-        self.features: str | None = None  # a slice's hand-over index (DEST-slices-features)
-        self.handed_over = self.handover_bytes = 0
-        try:
-            self._open_dest(src, src_name)
-            if job.slices > 1:
-                from .slicing import FEATURES_MAPPING, Registry, ensure_index, features_name
-
-                self.registry = Registry(self.es, self.name)
-                self.registry.register(job.slice_id, job.slices, state.run_id(), str(job.work_dir.resolve()),
-                                       force=job.force)
-                self.features = features_name(self.name)
-                ensure_index(self.es, self.features, FEATURES_MAPPING, "final pass's hand-over index")
-            existed = self.es.call("check the dedup index", self.es.client.indices.exists,
-                                   index=dedup_name(self.name))
-            self.records = ElasticIndex(self.es, dedup_name(self.name), k=job.config.max_distance,
-                                        blocks=job.config.blocks)
-            if not existed:
-                self.created.append(dedup_name(self.name))
-        except BaseException:
-            self._remove_created()
-            self.es.close()
-            raise
-        self.kept: list[tuple[str, dict[str, Any], Record | None]] = []
-        self.handover: dict[str, str] = {}  # source id -> query features (JSON text), with the kept
-        self.dropped: list[tuple[str, dict[str, Any]]] = []
-        self.ops: dict[str, dict[str, Any]] = {}  # source id -> what else sending its decision does (updates)
-        self.pending_bytes = 0
-        self.sent_any = False
-        # while resending: (source id, body key) of the drop lines already in the dropped log, and the
-        # source ids whose latest word there is a `kept` event
-        self.logged: set[tuple[str, str | None]] | None = None
-        self.kept_logged: set[str] = set()
-
-    # -- set-up and the rerun guard -------------------------------------------------------------------
-    def _open_dest(self, src: Retrying, src_name: str) -> None:
-        c = self.es.client
-        job = self.job
-        run = self.state.run_id()
-        marker = {"run": run, "source": job.source_uri, "work_dir": str(job.work_dir.resolve()),
-                  "url_field": job.url_source, "url_key": job.url_field, "text_field": job.text_field, "html_field": job.html_field,
-                  "title_field": job.title_field, "started": iso_now()}
-        if job.extracts_text:  # the main text extracted from the HTML, which dedup search searches
-            marker["extracted_text_field"] = EXTRACTED_TEXT
-        if job.slices > 1:  # every slice of the job writes here: the marker names the job, not one run
-            marker.update(job=job.job_key(), slices=job.slices)
-        if not self.es.call("check the destination", c.indices.exists, index=self.name):
-            got = src.call("read the source mapping", src.client.indices.get_mapping, index=src_name)
-            mapping = next(iter(got.values()))["mappings"]
-            mapping = {**mapping, "properties": {**mapping.get("properties", {}), "dedup": DEDUP_MAPPING},
-                       "_meta": {**(mapping.get("_meta") or {}), MARKER: marker}}
-            got = src.call("read the source settings", src.client.indices.get_settings, index=src_name)
-            settings = next(iter(got.values()))["settings"]["index"]
-            new_settings = {"analysis": settings["analysis"]} if "analysis" in settings else {}
-            self._searchable(mapping, new_settings)
-            from elasticsearch import BadRequestError
-
-            try:
-                self.es.call("create the destination", c.indices.create, index=self.name, mappings=mapping,
-                             settings=new_settings)
-            except BadRequestError as exc:
-                if "resource_already_exists" not in str(exc):
-                    raise
-                self._guard(marker)  # another run created it between our check and our create
-                return
-            self.created.append(self.name)
-            return
-        self._guard(marker)
-
-    def _searchable(self, mapping: dict[str, Any], settings: dict[str, Any]) -> None:
-        """Make the text ``dedup search`` searches searchable in the destination: of a corpus whose text
-        comes from HTML alone, the extracted main text (:data:`EXTRACTED_TEXT`, analysed as a crawl's index
-        analyses ``text``: case and accent folding, Porter stemming; the HTML field is left as the source maps
-        it); else a text field left unindexed in the source is indexed, and an HTML field beside it through the
-        ``html_strip`` character filter.  Only top-level source fields are changed."""
-        job = self.job
-        name = job.html_field or job.text_field
-        props = mapping["properties"]
-        if job.extracts_text:
-            settings.setdefault("analysis", {}).setdefault("analyzer", {})["dedup_text"] = {
-                "type": "custom", "tokenizer": "standard", "filter": ["lowercase", "asciifolding", "porter_stem"]}
-            dedup = props["dedup"]
-            props["dedup"] = {**dedup, "properties": {**dedup["properties"],
-                                                      "text": {"type": "text", "analyzer": "dedup_text"}}}
-            return
-        if not name or "." in name or name not in props:
-            return
-        spec = dict(props[name])
-        if job.html_field:
-            analysis = settings.setdefault("analysis", {})
-            analysis.setdefault("analyzer", {})["dedup_html"] = {
-                "type": "custom", "char_filter": ["html_strip"], "tokenizer": "standard",
-                "filter": ["lowercase", "asciifolding"]}
-            spec.update(type="text", analyzer="dedup_html", index=True)
-        elif spec.get("index") is False:
-            spec["index"] = True
-        props[name] = spec
-
-    def _guard(self, marker: dict[str, Any]) -> None:
-        got = self.es.call("read the destination mapping", self.es.client.indices.get_mapping, index=self.name)
-        held = (next(iter(got.values()))["mappings"].get("_meta") or {}).get(MARKER)
-        if held and held.get("run") == marker["run"]:
-            return
-        if held and marker.get("job") and held.get("job") == marker["job"]:
-            return  # another slice of the same sliced reindex
-        if not self.job.force:
-            who = (f"another reindex (run {held.get('run')}, from {held.get('source')}, work folder "
-                   f"{held.get('work_dir')}, started {held.get('started')})" if held else
-                   "documents no reindex of this tool wrote")
-            raise ValueError(f"destination {self.name} already exists and holds {who}; pick a new destination, "
-                             "resume that run with its work folder, or pass --force to write into it anyway")
-        log.warning("--force: taking over destination %s (marker %s)", self.name, held)
-        self.es.call("mark the destination", self.es.client.indices.put_mapping, index=self.name,
-                     meta={MARKER: marker})
-
-    def _remove_created(self) -> None:
-        for name in self.created:  # a failed start leaves nothing behind
-            try:
-                self.es.client.options(ignore_status=404).indices.delete(index=name)
-            except Exception:
-                log.debug("could not delete %s", name, exc_info=True)
-        self.created = []
-
-    # -- writing ----------------------------------------------------------------------------------------
-    def resend(self) -> int:
-        """Send the decisions an interrupted run made but the cluster never acknowledged."""
-        rows = list(self.state.unsent())
-        if not rows:
-            return 0
-        self.logged, self.kept_logged = self.job._logged_lines()
-        records = {r.id: r for r in self.local.get([rid for _, _, rid, _, ops in rows if rid and not
-                                                    ops.get("keep_verdict")])}
-        handovers = self.state.handovers()
-        for sid, kept, rid, payload, ops in rows:
-            self.add(sid, kept, records.get(rid) if rid else None, payload, handovers.get(sid), ops)
-        self.flush()
-        self.logged, self.kept_logged = None, set()
-        log.warning("Resent %d decisions the interrupted run had not written", len(rows))
-        return len(rows)
-
-    def add(self, sid: str, kept: bool, record: Record | None, payload: dict[str, Any],
-            handover: str | None = None, ops: dict[str, Any] | None = None) -> None:
-        """One decision to send; ``handover``: a kept page's query features as JSON text (a slice's);
-        ``ops``: an update's other writes (:meth:`Reindex._redecide` says which)."""
-        size = len(json.dumps(payload, default=str))
-        if ops:
-            self.ops[sid] = ops
-        if kept:
-            self.kept.append((sid, payload, record))
-            if handover is not None and self.features:
-                self.handover[sid] = handover
-                size += len(handover)
-        else:
-            self.dropped.append((sid, payload))
-        self.pending_bytes += size
-        if len(self.kept) + len(self.dropped) >= self.job.batch_size or self.pending_bytes >= self.job.bulk_bytes:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.kept and not self.dropped:
-            return
-        ops = self.ops
-        self._keep_verdicts([payload for sid, payload, _ in self.kept if ops.get(sid, {}).get("keep_verdict")],
-                            [sid for sid, _, _ in self.kept if ops.get(sid, {}).get("keep_verdict")])
-        docs = [{"_op_type": "index", "_index": self.name, "_id": sid, "_source": payload}
-                for sid, payload, _ in self.kept]
-        docs += [{"_op_type": "delete", "_index": self.name, "_id": sid}  # an update dropped it
-                 for sid, _ in self.dropped if ops.get(sid, {}).get("delete_doc")]
-        from .records import record_actions
-
-        kept_records = [(sid, r) for sid, _, r in self.kept if r is not None]
-        sliced = self.job.slices > 1
-        if sliced:
-            for sid, r in kept_records:  # the final pass finds a document's record by its source id
-                r.extra["source_id"] = sid
-        records = record_actions(self.records, [r for _, r in kept_records], claim=sliced)
-        # an updated document's older record goes (one record per URL); an id written in this batch is
-        # not deleted: within one run over the source, a delete of an id always comes before its write
-        written = {a["_id"] for a in records}
-        records += [{"_op_type": "delete", "_index": self.records.name, "_id": str(o["old_record"])}
-                    for o in ops.values() if o.get("old_record") and str(o["old_record"]) not in written]
-        self._bulk(docs, f"write {len(docs)} documents to {self.name}")
-        conflicts = self._bulk(records, f"write {len(records)} dedup records to {self.records.name}",
-                               conflicts=sliced)
-        if conflicts:
-            self._contested(conflicts, dict(kept_records))
-        if self.handover:  # after the records: the final pass reads a page's features beside its record
-            handed = [{"_op_type": "index", "_index": self.features, "_id": sid,
-                       "_source": handover_source(self.job.slice_id, q)} for sid, q in self.handover.items()]
-            self._bulk(handed, f"hand {len(handed)} pages' query features to the final pass ({self.features})")
-            self.handed_over += len(handed)
-            self.handover_bytes += sum(len(a["_source"]) for a in handed)
-        events = [{"event": KEPT, "url": ops[sid]["kept_event"], "time": iso_now(),
-                   "status": payload["dedup"]["status"]}
-                  for sid, payload, _ in self.kept
-                  if ops.get(sid, {}).get("kept_event") and sid not in self.kept_logged]
-        if self.dropped or events:
-            self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
-            self.job.dropped_log.touch()
-            append_events(self.job.dropped_log, [line for sid, line in self.dropped if self.logged is None
-                                                 or (sid, line.get("body")) not in self.logged] + events)
-        self.state.mark_sent([sid for sid, *_ in self.kept] + [sid for sid, _ in self.dropped])
-        self.job._save_checkpoint(self.state)
-        self.kept, self.dropped, self.pending_bytes, self.handover, self.ops = [], [], 0, {}, {}
-        self.sent_any = True
-        self.created = []  # the destination holds this run's documents now: never removed
-
-    def _keep_verdicts(self, payloads: list[dict[str, Any]], sids: list[str]) -> None:
-        """Documents whose text is unchanged keep the verdict the destination holds (one ``mget``);
-        the payload's own verdict stands in for one the destination lacks."""
-        if not sids:
-            return
-        got = self.es.call("read the verdicts of unchanged texts", self.es.client.mget, index=self.name, ids=sids,
-                           source_includes=["dedup"])
-        held = {d["_id"]: d["_source"]["dedup"] for d in got["docs"]
-                if d.get("found") and isinstance((d.get("_source") or {}).get("dedup"), dict)}
-        for sid, payload in zip(sids, payloads):
-            if sid in held:
-                payload["dedup"] = held[sid]
-
-    def _contested(self, conflicts: list[dict[str, Any]], by_sid: dict[str, Record]) -> None:
-        """Content claims refused with 409: a claim this slice wrote before an interruption is
-        its own (a replay); another slice's means another slice kept the same content, and the
-        record goes under its page id, for the final pass to decide (see :mod:`.reindex_slices`)."""
-        from .records import page_record_id, record_actions
-
-        got = self.es.call("read contested claims", self.es.client.mget, index=self.records.name,
-                           ids=[a["_id"] for a in conflicts])
-        holders = {d["_id"]: ((d.get("_source") or {}).get("extra") or {}).get("source_id")
-                   for d in got["docs"] if d.get("found")}
-        moved: list[tuple[str, Record]] = []
-        for action in conflicts:
-            sid = action["_source"]["extra"]["source_id"]
-            if holders.get(action["_id"]) != sid:
-                moved.append((sid, by_sid[sid]))
-        if not moved:
-            return
-        ids = {n: page_record_id(r) for n, (_, r) in enumerate(moved)}
-        self._bulk(record_actions(self.records, [r for _, r in moved], ids=ids),
-                   f"write {len(moved)} contested dedup records to {self.records.name}")
-        self.state.set_es_record_ids({sid: ids[n] for n, (sid, _) in enumerate(moved)})
-        log.info("%d record(s) hold content another slice kept too: the final pass (--merge) decides them",
-                 len(moved))
-
-    @staticmethod
-    def swap_alias_on(es: Retrying, name: str, alias: str) -> None:
-        c = es.client
-        got = es.call("read the alias", c.options(ignore_status=404).indices.get_alias, name=alias)
-        actions = [{"remove": {"index": other, "alias": alias}} for other in got
-                   if isinstance(got.get(other), dict) and other != name]
-        actions.append({"add": {"index": name, "alias": alias}})
-        es.call("swap the alias", c.indices.update_aliases, actions=actions)
-        log.info("Alias %s now points to %s", alias, name)
-
-    def _bulk(self, actions: list[dict[str, Any]], what: str, *, conflicts: bool = False) -> list[dict[str, Any]]:
-        """``actions`` through ``streaming_bulk``; items refused for a transient reason are sent again
-        within the retry budget, any other refusal is an error naming the document, except, with
-        ``conflicts``, a 409 of a ``create``: those actions are returned."""
-        from elasticsearch import helpers
-
-        if not actions:
-            return []
-        todo = actions
-        refused: list[dict[str, Any]] = []
-        start, delay = time.monotonic(), 0.5
-        while True:
-            failed: list[tuple[dict[str, Any], int, str]] = []
-
-            def send() -> None:
-                failed.clear()
-                for (ok, item), action in zip(helpers.streaming_bulk(
-                        self.es.client, todo, chunk_size=self.job.batch_size, max_chunk_bytes=self.job.bulk_bytes,
-                        raise_on_error=False, raise_on_exception=True, max_retries=0), todo):
-                    if not ok:
-                        info = next(iter(item.values()))
-                        if action["_op_type"] == "delete" and int(info.get("status", 0)) == 404:
-                            continue  # deleted already (a resend, or a document never written)
-                        failed.append((action, int(info.get("status", 0)), str(info.get("error", ""))[:200]))
-
-            self.es.call(what, send)
-            self.job.requests += max(0, -(-len(todo) // self.job.batch_size) - 1)  # one call counted per chunk
-            if conflicts:
-                refused += [a for a, status, _ in failed if status == 409 and a["_op_type"] == "create"]
-                failed = [f for f in failed if not (f[1] == 409 and f[0]["_op_type"] == "create")]
-            if not failed:
-                return refused
-            transient = [f for f in failed if f[1] in (429, 502, 503, 504)]
-            if len(transient) < len(failed):
-                bad = [f for f in failed if f[1] not in (429, 502, 503, 504)]
-                shown = "; ".join(f"{a['_id']} ({s}: {r})" for a, s, r in bad[:3])
-                raise ValueError(f"{self.es.url}/{self.name} refused {len(bad)} document(s) while trying to {what}: "
-                                 f"{shown}")
-            if time.monotonic() - start + delay > self.es.retry_seconds:
-                raise IndexUnavailable(f"Elasticsearch at {self.es.url} kept refusing {len(transient)} document(s) "
-                                       f"while trying to {what} for {self.es.retry_seconds:g} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 10.0)
-            todo = [a for a, _, _ in transient]
-
-    def swap_alias(self, alias: str) -> None:
-        self.swap_alias_on(self.es, self.name, alias)
-
-    def close(self) -> None:
-        try:
-            self.es.call("refresh the destination", self.es.client.indices.refresh,
-                         index=f"{self.name},{self.records.name}")
-        finally:
-            self.es.close()
-
-    def abort(self) -> None:
-        """The run failed: indices it created and never wrote to go (a failed start leaves nothing)."""
-        try:
-            if not self.sent_any and not self.state.counts()[0]:
-                self._remove_created()
-        finally:
-            self.es.close()
-

@@ -66,7 +66,8 @@ from dedup.droplog import append_events, drop_line, iso_now
 from dedup.record import Record
 
 from .connect import Retrying
-from .reindex import Reindex, ReindexReport, _Sink
+from .reindex import Reindex, ReindexReport
+from .reindex_write import swap_alias
 from .search import pit_pages
 from .slicing import SLICE_FIELD, Registry, features_name, slices_name
 
@@ -153,8 +154,7 @@ def merge(job: "Reindex") -> "ReindexReport":
             es.call("delete the hand-over index", es.client.options(ignore_status=404).indices.delete,
                     index=handover)
         if job.alias:
-
-            _Sink.swap_alias_on(es, name, job.alias)
+            swap_alias(es, name, job.alias)
             report.alias = job.alias
         return report
     finally:

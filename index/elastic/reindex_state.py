@@ -103,9 +103,10 @@ class WorkState:
         return None if row is None else (row[0], bool(row[1]), row[2], row[3], row[4], row[5])
 
     def record(self, source_id: str, *, status: str, kept: bool, record_id: int | None, es_record_id: int | None,
-               payload: dict[str, Any], after: list[Any] | None, handover: str | None = None,
+               payload: dict[str, Any] | bytes, after: list[Any] | None, handover: str | None = None,
                body: str | None = None, source_key: str | None = None, ops: dict[str, Any] | None = None) -> None:
-        """One decision and the read position reached, in one transaction (with ``handover``, a
+        """One decision and the read position reached, in one transaction (``payload``: a dict, or its JSON
+        bytes as sent, kept as they are; with ``handover``, a
         slice's query features of the page as JSON text, kept as they are until sent, as the payload is).
         A decision on a document decided before (an update) takes its place; ``ops``: what else its
         sending does (see :class:`index.elastic.reindex._Sink`). The update's ``intent`` ends here."""
@@ -118,7 +119,8 @@ class WorkState:
                             "source_key = excluded.source_key",
                             (source_id, seq, status, int(kept), record_id, es_record_id, body, source_key))
             self.db.execute("INSERT OR REPLACE INTO pending(source_id, payload, ops) VALUES (?, ?, ?)",
-                            (source_id, json.dumps(payload, ensure_ascii=False, default=str),
+                            (source_id, payload if isinstance(payload, (bytes, str)) else
+                             json.dumps(payload, ensure_ascii=False, default=str),
                              json.dumps(ops) if ops else None))
             if handover is not None:
                 self.db.execute("INSERT INTO handover(source_id, features) VALUES (?, ?)", (source_id, handover))

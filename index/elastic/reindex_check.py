@@ -1,0 +1,140 @@
+"""Inspecting a reindex (see :mod:`.reindex` for the whole job): ``--check``, which compares the
+destination, ``DEST-dedup`` and the dropped log with the work folder, and the reading of the
+dropped log that a resend and an update need (which documents it holds, with which ``_source``)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dedup.droplog import KEPT, iter_lines
+
+from .connect import Retrying
+from .reindex_read import source_key
+from .reindex_state import WorkState
+from .search import pit_pages
+
+__all__ = ["Inspection"]
+
+
+class Inspection:
+    """The inspection half of :class:`.reindex.Reindex` (a mixin: it reads the job's options, ``dest_uri``,
+    ``work_dir``, ``slices``, ``dropped_log``, ``source_uri``, and connects with its ``_connect``)."""
+
+    work_dir: Any
+    dropped_log: Any
+    source_uri: str
+    dest_uri: str
+    slices: int
+    slice_id: int | None
+    merging: bool
+
+    def _connect(self, uri: str) -> tuple[Retrying, str]:
+        raise NotImplementedError
+
+    def check(self) -> dict[str, Any]:
+        """Compare the destination, ``DEST-dedup`` and the dropped log with the work folder: what
+        each lacks, what each holds that no decision explains.  ``report["ok"]`` when all agree."""
+        from . import dedup_name
+
+        if self.merging:
+            raise ValueError("--check compares one run's work folder with the cluster: check each slice "
+                             "(--slices N --slice I --check); the final pass keeps no work folder")
+        if not (self.work_dir / "state.sqlite").exists():
+            raise ValueError(f"no work folder {self.work_dir} to check against (pass --work-dir)")
+        state = WorkState(self.work_dir)
+        es, name = self._connect(self.dest_uri)
+        try:
+            kept, dropped = state.ids(kept=True), state.ids(kept=False)
+            unsent = sum(1 for _ in state.unsent())
+            merged: set[str] = set()
+            if self.slices > 1:
+                # the final pass may have dropped kept documents of this slice (into its own log), and
+                # the destination holds every slice's documents: only this slice's are compared
+                from .slicing import Registry
+
+                merged = set(Registry(es, name).drops(self.slice_id)) & set(kept)
+                kept = {k: v for k, v in kept.items() if k not in merged}
+            dest_ids = self._all_ids(es, name, slice_id=self.slice_id)
+            record_ids = self._all_ids(es, dedup_name(name))
+            want_records = {str(r) for r in kept.values() if r is not None}
+            logged, restored = self._log_states()
+            pending = {k for k, *_ in state.unsent()}
+            report = {
+                "destination": name, "decided": len(kept) + len(dropped) + unsent, "unsent": unsent,
+                "kept": len(kept), "dropped": len(dropped), "restored": len(restored),
+                "dropped_by_final_pass": len(merged),
+                "missing_in_destination": sorted((set(kept) | restored) - dest_ids),
+                "unexpected_in_destination": sorted(dest_ids - set(kept) - set(dropped) - pending),
+                "dropped_but_in_destination": sorted(((set(dropped) | merged) - restored) & dest_ids),
+                "missing_records": sorted(want_records - record_ids),
+                "missing_in_dropped_log": sorted(set(dropped) - logged - restored),
+                "kept_but_in_dropped_log": sorted(set(kept) & (logged | restored)),
+            }
+            report["ok"] = not any(v for k, v in report.items() if isinstance(v, list))
+            return report
+        finally:
+            es.close()
+            state.close()
+
+    def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
+        """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
+        ``dedup.slice``; restored documents, which carry none, count for every slice)."""
+        if not es.call("check an index", es.client.indices.exists, index=index):
+            return set()
+        ids: set[str] = set()
+        for hits in pit_pages(es, index, "list document ids", size=5000,
+                              _source=["dedup.slice"] if slice_id is not None else False):
+            ids.update(h["_id"] for h in hits if slice_id is None or
+                       ((h.get("_source") or {}).get("dedup") or {}).get("slice", slice_id) == slice_id)
+        return ids
+
+    def _logged_ids(self) -> set[str]:
+        """Source ids this reindex has in the dropped log (restored ones included)."""
+        dropped, restored = self._log_states()
+        return dropped | restored
+
+    def _log_states(self) -> tuple[set[str], set[str]]:
+        """``(dropped, restored)`` source ids of this reindex in the dropped log, read line by line
+        (append-only: a later ``restored`` event of a URL restores the latest drop of it, a ``kept``
+        event says an update kept it)."""
+        state, _ = self._read_log()
+        return ({s for s, v in state.items() if v == "dropped"}, {s for s, v in state.items() if v == "restored"})
+
+    def _logged_lines(self) -> tuple[set[tuple[str, str | None]], set[str]]:
+        """``(source id, body key)`` of this reindex's drop lines in the dropped log, and the source ids
+        whose latest line is a ``kept`` event: what a resend must not log again."""
+        state, lines = self._read_log()
+        return lines, {s for s, v in state.items() if v == KEPT}
+
+    def _logged_sources(self) -> dict[str, str]:
+        """Source id -> :func:`source_key` of the ``_source`` its latest drop line in the dropped log holds."""
+        out: dict[str, str] = {}
+        if self.dropped_log.exists():
+            for _, _, entry, _ in iter_lines(self.dropped_log):
+                item = (entry or {}).get("item")
+                if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item \
+                        and isinstance(item.get("source"), dict):
+                    out[str(item["id"])] = source_key(item["source"])
+        return out
+
+    def _read_log(self) -> tuple[dict[str, str], set[tuple[str, str | None]]]:
+        state: dict[str, str] = {}
+        lines: set[tuple[str, str | None]] = set()
+        url_ids: dict[str, str] = {}
+        if self.dropped_log.exists():
+            with self.dropped_log.open(encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        entry = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(entry, dict):
+                        continue
+                    item = entry.get("item")
+                    if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
+                        sid = str(item["id"])
+                        state[sid], url_ids[str(entry.get("url"))] = "dropped", sid
+                        lines.add((sid, entry.get("body")))
+                    elif entry.get("event") in ("restored", KEPT) and str(entry.get("url")) in url_ids:
+                        state[url_ids[str(entry["url"])]] = entry["event"]
+        return state, lines
