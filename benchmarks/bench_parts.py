@@ -1,22 +1,25 @@
 """The embedded index's parts at 10M records (issue 28 item 4): built in bulk, then each part's query.
 
     nice python benchmarks/bench_parts.py build-sql DIR 10000000 &   # rows, then probe-sql
-    nice python benchmarks/bench_parts.py build-vectors DIR 10000000 [--expansion-add 32]
+    nice python benchmarks/bench_parts.py build-vectors DIR 10000000 [--expansion-add 128]
     python benchmarks/bench_parts.py probe-sql DIR      # exact keys, simhash tables, record fetch, row insert
     python benchmarks/bench_parts.py probe DIR          # the whole LocalIndex: the above + nearest() + add()
+    python benchmarks/bench_parts.py graph DIR 200000 --expansion-add 32   # HNSW connectivity 16, 12, 8
 
-Not in ``make test``: at 10M the build writes ~14 GB of SQLite and ~4.5 GB of vectors (f16) and takes about an
-hour on 2 shared cores.  Where :mod:`synth` makes every record (``compact_arrays`` + ``encode_blob``: ~0.3 ms
+Not in ``make test``: at 10M the rows take ~14 GB of SQLite and ~35 min on 2 shared cores; the f16 vectors
+~4.5 GB and, at the product's expansion_add, hours (see docs/performance.md).  Where :mod:`synth` makes every record (``compact_arrays`` + ``encode_blob``: ~0.3 ms
 each, ~50 min for 10M on one core), this build encodes a pool of :data:`POOL` synthetic records once and gives
 each row its own keys and its own signature: URL, ``content_hash`` and ``title_key`` (xxh3 of the row number, the
 featurizer's forms), a random simhash, and a signature drawn from :mod:`synth`'s topic model, put on its grid as
 ``quantise_signature`` does and written into the blob (its grid and codes), so that ``signature_of_blob`` reads
 it back.  Rows are appended 100,000 a transaction by one ``executemany`` of the ``INSERT`` that
 ``LocalIndex.add`` runs; record 1 goes through ``LocalIndex.add`` so the index's metadata is the real thing.
-The vector file is then made by usearch's batch add (2 threads) over those same signatures, with the index's
-own settings (scalar type, connectivity, expansion_search) and ``--expansion-add`` (usearch's default 128 took
-~0.65 ms of CPU an insert here, 32 a quarter of it: the recall it gives is measured by ``probe``), and saved
-with the ``meta`` rows that tell ``LocalIndex`` it is current (no rebuild on open).
+The vector file is made beside it (``build-vectors``) by usearch's batch add (2 threads) over those same
+signatures, with the index's own settings (scalar type, connectivity, expansion_search) and ``--expansion-add``
+(default usearch's and the product's 128, ~0.65 ms of CPU an insert here; 32 takes a quarter of that but its
+graph found the perturbed copy for 82% of queries at 1M, recall@20 0.73: see docs/performance.md), probed
+(``nearest()``'s search, recall@20 against usearch's exact search) at every million vectors, and saved with the
+``meta`` rows that tell ``LocalIndex`` it is current (no rebuild on open).
 
 ``probe-sql`` needs no vectors (run it while they build): it measures, with the product's SQL on one
 connection, an exact-key lookup (``content_hash``, ``title_key``; ``url`` as ``by_url`` selects it), the simhash
@@ -204,6 +207,33 @@ def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint:
     return time.perf_counter() - t0
 
 
+def graph_sizes(n: int, seed: int, expansion_add: int, connectivities: list[int]) -> list[dict]:
+    """The HNSW graph's bytes against its search: ``n`` signatures indexed at each connectivity (f16), each
+    probed as :func:`probe_vectors` probes, with the size of its saved file."""
+    import tempfile
+
+    from usearch.index import Index
+
+    from index.local.vectors import DEFAULTS
+
+    codes, low, step = _signatures(1, n, seed)
+    vectors = _vectors_of(codes, low, step)
+    out = []
+    for connectivity in connectivities:
+        vec = Index(ndim=synth.DIM, metric="cos", dtype="f16", connectivity=connectivity,
+                    expansion_search=DEFAULTS["f16"][1], expansion_add=expansion_add)
+        cpu = time.process_time()
+        vec.add(np.arange(1, n + 1, dtype=np.uint64), vectors, threads=2)
+        cpu = time.process_time() - cpu
+        with tempfile.TemporaryDirectory() as tmp:
+            vec.save(f"{tmp}/v.usearch")
+            size = Path(f"{tmp}/v.usearch").stat().st_size
+        out.append({"connectivity": connectivity, "file_B_rec": round(size / n), "build_cpu_s": round(cpu),
+                    **probe_vectors(vec, seed)})
+        print(json.dumps(out[-1]), flush=True)
+    return out
+
+
 def _pcts(values: list[float]) -> str:
     return f"p50 {common.pct(values, 50) * 1e6:,.0f} us, p99 {common.pct(values, 99) * 1e6:,.0f} us"
 
@@ -312,11 +342,12 @@ def probe(path: Path, queries: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe"))
+    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph"))
     ap.add_argument("dir")
     ap.add_argument("records", nargs="?", type=int, default=10_000_000)
-    ap.add_argument("--expansion-add", type=int, default=32, help="usearch's expansion_add of the build (default %(default)s)")
+    ap.add_argument("--expansion-add", type=int, default=128, help="usearch's expansion_add of the build (default %(default)s)")
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--connectivity", default="16,12,8", help="graph: the connectivities compared (default %(default)s)")
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args(argv)
     path = Path(args.dir)
@@ -328,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "build-vectors":  # beside build-sql (it waits for its rows to write the meta rows)
         v = build_vectors(path, args.records, args.seed, args.expansion_add)
         print(f"vectors: {v:.0f} s (expansion_add {args.expansion_add})")
+    elif args.command == "graph":  # DIR unused
+        graph_sizes(args.records, args.seed, args.expansion_add, [int(c) for c in args.connectivity.split(",")])
     elif args.command == "probe-sql":
         print(json.dumps(probe_sql(path, args.queries, args.seed), indent=1))
     else:
