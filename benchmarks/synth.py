@@ -45,8 +45,6 @@ BATCH = 10_000
 DIM = 150
 TOPICS = 1_000
 RECALL_QUERIES = 100  # queries whose nearest() is checked against exact search
-_INSERT = ("INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, "
-           "ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
 
 
 def _profile(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -167,7 +165,7 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
                 rows = [ix._row(r, encode_blob(r)) for k, r in enumerate(batch_records(start, seed, ref))
                         if have <= start + k < n]  # the rows LocalIndex.add writes
                 with db:
-                    db.executemany(_INSERT, rows)
+                    db.executemany(ix._insert, rows)
                 if (start // BATCH) % 10 == 9:
                     log(f"    {start + BATCH:,} records inserted ({time.perf_counter() - t0:.0f} s)")
     finally:

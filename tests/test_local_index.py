@@ -417,7 +417,7 @@ def test_open_index_uri_and_files(tmp_path):
     assert meta["schema_version"] == str(SCHEMA_VERSION) and meta["k"] == "3" and meta["blocks"] == "5"
     assert meta["ref_id"] == REF and meta["dim"] == str(DIM)
     assert meta["vectors_count"] == "1" and meta["vectors_max_id"] == "1"
-    assert cols == ["id", "url", "content_hash", "title_key", "simhash", "status", "duplicate_of",
+    assert cols == ["id", "url", "url_key", "content_hash", "title_key", "simhash", "status", "duplicate_of",
                     "fetched_at", "ref_id", "sentences", "title", "data"]
 
 
@@ -768,9 +768,8 @@ def test_old_full_records_are_read_as_compact(tmp_path):
         blob = _dr1_blob(full["signature"], np.arange(5, dtype=np.uint64), full["terms"], full["shingles"],
                          full["weights"], {"shingle_count": 700, "restored_at": 1.5})
         with ix._db:
-            ix._db.execute("INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
-                           "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                           (fresh.url, fresh.content_hash, fresh.title_key, 5, "unique", None, 1.0, REF, 9, "Old", blob))
+            ix._db.execute(ix._insert, ix._row(fresh, blob)[:2] + (fresh.content_hash, fresh.title_key, 5, "unique",
+                                                                  None, 1.0, REF, 9, "Old", blob))
             ix._db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with LocalIndex(tmp_path / "ix") as ix:
         (old,) = [r for r in ix.iter_records() if r.id != new_id]
@@ -838,11 +837,33 @@ def test_schema3_index_opens_and_grows(tmp_path):
         for r in hexkeys[4:]:
             ix.add(r)
         assert ix.lookup("title_key", hexkeys[5].title_key) == [6] and ix.check(None)["ok"]
+        assert not ix._url_key and ix.by_url(hexkeys[1].url).id == 2 and ix.by_url(hexkeys[5].url).id == 6
     db = sqlite3.connect(path / "dedup.sqlite")
     rows = db.execute("SELECT typeof(content_hash), ref_id, substr(data, 1, 3) FROM records ORDER BY id").fetchall()
     db.close()
     assert rows == [("text", REF, b"DR3" if r.shingle_positions.size else b"DR2") for r in hexkeys[:4]] + [
         ("text", REF, b"DR4")] * 2
+
+
+def test_schema5_finds_urls_by_their_integer_key(tmp_path):
+    """A new index finds a URL through url_key (an integer hash, indexed; no index of the URL's text), and
+    compares the URL itself: two URLs of one key (made here by hand) are told apart."""
+    from index.local.records import url_key
+
+    rng = np.random.default_rng(24)
+    records = [make_record(rng, i) for i in range(3)]
+    with LocalIndex(tmp_path / "ix") as ix:
+        ids = [ix.add(r) for r in records]
+        indexes = {r[1] for r in ix._db.execute("PRAGMA index_list(records)")}
+        assert "records_url_key" in indexes and "records_url" not in indexes
+        assert ix._db.execute("SELECT url_key FROM records WHERE id = ?", (ids[1],)).fetchone()[0] == url_key(records[1].url)
+        with ix._db:  # a collision: record 3 under record 2's key
+            ix._db.execute("UPDATE records SET url_key = ? WHERE id = ?", (url_key(records[1].url), ids[2]))
+        assert [ix.by_url(r.url).id for r in records[:2]] == ids[:2]  # not the latest row of the key: its URL
+        assert ix.by_url("http://absent.invalid/") is None
+        plan = " ".join(r[3] for r in ix._db.execute("EXPLAIN QUERY PLAN SELECT id FROM records WHERE url_key = ? AND url = ?",
+                                                      (1, "x")))
+        assert "records_url_key" in plan
 
 
 def test_vector_dtype_is_the_index_own(tmp_path):

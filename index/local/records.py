@@ -36,12 +36,13 @@ import struct
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from dedup import _fast
 from dedup.bits import MASK64
 from dedup.record import KEY_BITS, Record, compact_arrays, signature_grid
 
-__all__ = ["encode_blob", "decode_blob", "record_of_row", "COLUMNS", "DB_NAME", "to_signed", "key_value", "key_text"]
+__all__ = ["encode_blob", "decode_blob", "record_of_row", "COLUMNS", "DB_NAME", "to_signed", "key_value", "key_text", "url_key"]
 
 DB_NAME = "dedup.sqlite"
 COLUMNS = "id, url, content_hash, title_key, simhash, status, duplicate_of, fetched_at, ref_id, sentences, title, data"
@@ -220,6 +221,11 @@ def key_value(key: str) -> bytes | str:
 def key_text(value: bytes | str) -> str:
     """The exact key a column value of :func:`key_value` holds."""
     return value.hex() if isinstance(value, bytes) else value
+
+
+def url_key(url: str) -> int:
+    """The ``url_key`` column of ``url`` (schema 5): its xxh3-64 as SQLite's signed INTEGER."""
+    return to_signed(xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass")))
 
 
 def record_of_row(row: tuple, ref_id: str | None = None) -> Record:

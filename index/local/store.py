@@ -34,7 +34,8 @@ from dedup.store import EXACT_KEYS, KeyTaken, check_reference, claims_content, c
 
 from . import containment, lock
 from .cache import DEFAULT_SIZE as _CACHE_SIZE, RecordCache
-from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed
+from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed, \
+    url_key
 from .vectors import CENTRED, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, VECTOR_DTYPES, \
     SignatureVectors
 
@@ -46,7 +47,8 @@ log = logging.getLogger("index.local")
 #: 3: records carry their shingle keys' positions (blob DR3); DR2 and DR1 records are read (no positions)
 #: 4: blob DR4 (keys Elias-Fano coded); a new index's rows hold the exact keys as bytes and no ref_id
 #: (docs/performance.md#bytes-per-record); an index made before keeps its columns, and DR1-DR3 records are read
-SCHEMA_VERSION = 4
+#: 5: a new index's URL is found by ``url_key`` (an integer hash of it, see _URL_INDEX), not by an index of its text
+SCHEMA_VERSION = 5
 _SQL_VARS = 500  # ids per "IN (...)" statement
 PAGE_SIZE = 8192  # SQLite page size of a new index file
 DEFAULT_K, DEFAULT_BLOCKS = 3, 5  # a new index's simhash tables: C(5, 3) = 10 tables
@@ -56,6 +58,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     url TEXT NOT NULL,
+    url_key INTEGER NOT NULL,
     content_hash BLOB NOT NULL,
     title_key BLOB NOT NULL,
     simhash INTEGER NOT NULL,
@@ -69,11 +72,16 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_content_hash ON records(content_hash);
 CREATE INDEX IF NOT EXISTS records_title_key ON records(title_key);
-CREATE INDEX IF NOT EXISTS records_url ON records(url);
 CREATE INDEX IF NOT EXISTS records_simhash ON records(simhash);
 """
 # records_simhash is not for lookups: it makes "SELECT id, simhash" (rebuilding the tables
 # on open) a scan of a compact covering index instead of every row's page and blob.
+# The URL's index (by_url): schema 5 indexes url_key, the first 8 bytes of the URL's xxh3-64 as an
+# INTEGER (9 bytes in the row, ~20 an index entry, where an index of the URL's text took ~2 bytes a
+# character: ~95 for a crawl's 79-character URLs); by_url compares the URL too, so a collision is only
+# one more row read. An index made before has no url_key column and keeps its index of the text.
+_URL_INDEX = {True: "CREATE INDEX IF NOT EXISTS records_url_key ON records(url_key)",
+              False: "CREATE INDEX IF NOT EXISTS records_url ON records(url)"}
 # Schema 4 (a new index): content_hash and title_key hold the featurizer's hex keys as their bytes
 # (records.key_value: 16 and 8 instead of 32 and 16, in the row and in its index) and ref_id is NULL,
 # the index's own being in meta (a row once held 25 bytes of it). An index made before keeps its
@@ -148,8 +156,14 @@ class LocalIndex(SignatureVectors):
         with db:
             db.executescript(_SCHEMA)
             db.executescript(containment.SCHEMA)
-        declared = db.execute("SELECT type FROM pragma_table_info('records') WHERE name = 'content_hash'").fetchone()[0]
-        self._keys_binary = declared.upper() == "BLOB"  # schema 4's row (see _SCHEMA)
+        columns = dict(db.execute("SELECT name, type FROM pragma_table_info('records')").fetchall())
+        self._keys_binary = columns["content_hash"].upper() == "BLOB"  # schema 4's row (see _SCHEMA)
+        self._url_key = "url_key" in columns  # schema 5's
+        with db:
+            db.execute(_URL_INDEX[self._url_key])
+        self._insert = ("INSERT INTO records(url, " + "url_key, " * self._url_key + "content_hash, title_key, simhash, "
+                        "status, duplicate_of, fetched_at, ref_id, sentences, title, data) VALUES "
+                        f"({'?,' * (11 + self._url_key)}"[:-1] + ")")
 
     def _meta(self) -> dict[str, str]:
         return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
@@ -237,10 +251,7 @@ class LocalIndex(SignatureVectors):
             blob = encode_blob(record)
             with db:
                 self._claim(db, record, None)
-                cur = db.execute(
-                    "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
-                    "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    self._row(record, blob))
+                cur = db.execute(self._insert, self._row(record, blob))
                 containment.post(db, cur.lastrowid, contained_keys(record))
                 if first:
                     self._set_meta(ref_id=record.ref_id, dim=sig.size)
@@ -259,6 +270,11 @@ class LocalIndex(SignatureVectors):
             return record.id
 
     def _row(self, record: Record, blob: bytes) -> tuple:
+        """The values of ``self._insert`` for ``record``."""
+        if self._url_key:  # schema 5
+            return (record.url, url_key(record.url), key_value(record.content_hash), key_value(record.title_key),
+                    to_signed(record.simhash), record.status, record.duplicate_of, float(record.fetched_at), None,
+                    int(record.sentences), record.title or "", blob)
         if self._keys_binary:  # schema 4: the keys' bytes, no ref_id (the index's, checked by add)
             return (record.url, key_value(record.content_hash), key_value(record.title_key), to_signed(record.simhash),
                     record.status, record.duplicate_of, float(record.fetched_at), None, int(record.sentences),
@@ -302,10 +318,7 @@ class LocalIndex(SignatureVectors):
                 self._claim(db, record, int(record_id))
                 db.execute("DELETE FROM records WHERE id = ?", (int(record_id),))
                 containment.unpost(db, int(record_id), containment.keys_of_blob(row[1]))
-                cur = db.execute(
-                    "INSERT INTO records(url, content_hash, title_key, simhash, status, duplicate_of, "
-                    "fetched_at, ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    self._row(record, blob))
+                cur = db.execute(self._insert, self._row(record, blob))
                 containment.post(db, cur.lastrowid, contained_keys(record))
             record.id = cur.lastrowid
             self._cache.discard(int(record_id))
@@ -477,8 +490,13 @@ class LocalIndex(SignatureVectors):
     def by_url(self, url: str) -> Record | None:
         """The record of ``url`` (the latest, in an index written before one record per URL), or None."""
         with self._mutex:
-            row = self._require_open().execute(
-                f"SELECT {_COLUMNS} FROM records WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
+            if self._url_key:
+                row = self._require_open().execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE url_key = ? AND url = ? ORDER BY id DESC LIMIT 1",
+                    (url_key(url), url)).fetchone()
+            else:
+                row = self._require_open().execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
         return self._record(row) if row else None
 
     def check(self, sample: int | None = 1000, *, sqlite_integrity: bool = False) -> dict[str, Any]:

@@ -1,0 +1,372 @@
+"""The embedded index's parts at 10M records (issue 28 item 4): built in bulk, then each part's query.
+
+    nice python benchmarks/bench_parts.py build-sql DIR 10000000 &   # rows, then probe-sql
+    nice python benchmarks/bench_parts.py build-vectors DIR 10000000 [--expansion-add 128]
+    python benchmarks/bench_parts.py probe-sql DIR      # exact keys, simhash tables, record fetch, row insert
+    python benchmarks/bench_parts.py probe DIR          # the whole LocalIndex: the above + nearest() + add()
+    python benchmarks/bench_parts.py graph DIR 200000 --expansion-add 32   # HNSW connectivity 16, 12, 8
+
+Not in ``make test``: at 10M the rows take ~14 GB of SQLite and ~35 min on 2 shared cores; the f16 vectors
+~4.5 GB and, at the product's expansion_add, hours (see docs/performance.md).  Where :mod:`synth` makes every record (``compact_arrays`` + ``encode_blob``: ~0.3 ms
+each, ~50 min for 10M on one core), this build encodes a pool of :data:`POOL` synthetic records once and gives
+each row its own keys and its own signature: URL, ``content_hash`` and ``title_key`` (xxh3 of the row number, the
+featurizer's forms), a random simhash, and a signature drawn from :mod:`synth`'s topic model, put on its grid as
+``quantise_signature`` does and written into the blob (its grid and codes), so that ``signature_of_blob`` reads
+it back.  Rows are appended 100,000 a transaction by one ``executemany`` of the ``INSERT`` that
+``LocalIndex.add`` runs; record 1 goes through ``LocalIndex.add`` so the index's metadata is the real thing.
+The vector file is made beside it (``build-vectors``) by usearch's batch add (2 threads) over those same
+signatures, with the index's own settings (scalar type, connectivity, expansion_search) and ``--expansion-add``
+(default usearch's and the product's 128, ~0.65 ms of CPU an insert here; 32 takes a quarter of that but its
+graph found the perturbed copy for 82% of queries at 1M, recall@20 0.73: see docs/performance.md), probed
+(``nearest()``'s search, recall@20 against usearch's exact search) at every million vectors, and saved with the
+``meta`` rows that tell ``LocalIndex`` it is current (no rebuild on open).
+
+``probe-sql`` needs no vectors (run it while they build): it measures, with the product's SQL on one
+connection, an exact-key lookup (``content_hash``, ``title_key``; ``url`` as ``by_url`` selects it), the simhash
+tables (rebuilt as ``LocalIndex`` rebuilds them on open, then queried), a fetch of 20 random records (decoded),
+and an insert (the ``content_hash`` claim check, the row, the commit).  ``probe`` opens the index (reopen time,
+RSS) and runs :func:`synth.probe` (lookup, tables, ``nearest()`` with recall@20 against an exact scan, a fetch of
+20) and times ``LocalIndex.add`` of new records (row, tables, HNSW node), removed after.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import struct
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import xxhash
+
+import common
+import synth
+
+POOL = 2_000  # distinct encoded records whose blobs the rows reuse (each with its own signature)
+BATCH = 100_000  # rows a transaction, signatures a usearch batch
+_GRID = struct.Struct("<2f")  # DR4 header: the signature's low and step, at byte 28
+_GRID_AT = 28
+_INSERT = ("INSERT INTO records(url, url_key, content_hash, title_key, simhash, status, duplicate_of, fetched_at, "
+           "ref_id, sentences, title, data) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")  # schema 5's (LocalIndex._insert)
+
+
+def _signatures(start: int, count: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``start`` .. ``start + count - 1``: grid codes (uint8), low and step (float64), as
+    ``dedup.record.signature_grid`` puts each signature on its grid (same every time)."""
+    rng = np.random.default_rng([seed, start, 0x5A])
+    _, topics = synth._profile(seed)
+    sigs = topics[rng.integers(0, synth.TOPICS, count)] * np.exp(0.15 * rng.standard_normal((count, synth.DIM)))
+    sigs = sigs.astype(np.float32)
+    sigs /= np.linalg.norm(sigs, axis=1, keepdims=True) * 2.5
+    s = sigs.astype(np.float64)
+    lo, hi = s.min(axis=1), s.max(axis=1)
+    step = np.where(hi > lo, 2.0 ** np.ceil(np.log2(np.maximum(hi - lo, 1e-300) / 255)), 1.0)
+    low = np.floor(lo / step) * step
+    while (wide := (hi - low) / step > 255).any():
+        step = np.where(wide, step * 2, step)
+        low = np.floor(lo / step) * step
+    codes = np.clip(np.rint((s - low[:, None]) / step[:, None]), 0, 255).astype(np.uint8)
+    return codes, low, step
+
+
+def _vectors_of(codes: np.ndarray, low: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """The float32 signatures ``records.signature_of_blob`` decodes."""
+    out = codes.astype(np.float32) * step.astype(np.float32)[:, None]
+    out += low.astype(np.float32)[:, None]
+    return out
+
+
+def _pool(seed: int, ref: str) -> list[tuple[bytes, int, int]]:
+    """POOL encoded records: (blob, offset of its signature codes, sentences)."""
+    from index.local.records import _HEADER4, encode_blob
+
+    out = []
+    for r in synth.batch_records(0, seed, ref):
+        blob = encode_blob(r)
+        _, _, n_terms, _, n_sig, _, n_keys, *_ = _HEADER4.unpack_from(blob)
+        assert n_sig == synth.DIM
+        out.append((blob, _HEADER4.size + n_keys + 2 * n_terms, int(r.sentences)))
+        if len(out) == POOL:
+            return out
+    return out
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path / "dedup.sqlite")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA cache_size=-2000000")  # 2 GB: the indexes' B-trees stay in memory while they grow
+    return db
+
+
+def build_sql(path: Path, n: int, seed: int, log=print) -> float:
+    from index.local import LocalIndex
+    from index.local.records import to_signed, url_key
+
+    ref = synth._ref_id()
+    marker = path / "parts.json"
+    if marker.exists() and json.loads(marker.read_text()).get("rows") == n:
+        return 0.0
+    with LocalIndex(path) as ix:  # record 1 and the metadata, by the index itself
+        if len(ix) == 0:
+            ix.add(synth._first_record(seed))
+    pool = _pool(seed, ref)
+    db = _connect(path)
+    db.execute("PRAGMA synchronous=OFF")  # a bulk build: a crash means building again
+    have = db.execute("SELECT max(id) FROM records").fetchone()[0]
+    t0 = time.perf_counter()
+    for start in range(have + 1, n + 1, BATCH):
+        count = min(BATCH, n + 1 - start)
+        codes, low, step = _signatures(start, count, seed)
+        rng = np.random.default_rng([seed, start])
+        simhash = rng.bit_generator.random_raw(count)
+        pick = rng.integers(0, len(pool), count)
+        rows = []
+        for j in range(count):
+            i = start + j
+            blob, at, sentences = pool[pick[j]]
+            b = bytearray(blob)
+            _GRID.pack_into(b, _GRID_AT, low[j], step[j])
+            b[at:at + synth.DIM] = codes[j].tobytes()
+            url = f"https://www.site{i % 5000}.example/news/2026/11/{i}/a-synthetic-article-title.html"
+            rows.append((url, url_key(url), xxhash.xxh3_128_digest(b"c%d" % i), xxhash.xxh3_64_digest(b"t%d" % i),
+                         to_signed(int(simhash[j])), "unique", None, 1.7e9 + i, None, sentences,
+                         f"Synthetic page {i}: a title of a news article's length", bytes(b)))
+        with db:
+            db.executemany(_INSERT, rows)
+        log(f"  {start + count - 1:,} rows ({time.perf_counter() - t0:.0f} s)")
+    # the planner's statistics: LocalIndex's close left those of a 1-row table (PRAGMA optimize), with which
+    # "id IN (...)" scans a whole index
+    db.execute("PRAGMA analysis_limit=1000")
+    db.execute("ANALYZE")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    marker.write_text(json.dumps({"rows": n, "seed": seed}))
+    return time.perf_counter() - t0
+
+
+def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30) -> dict:
+    """The HNSW search ``LocalIndex.nearest`` makes (20 of a near-copy's signature: a stored one perturbed as
+    :func:`synth.probe` perturbs it), on the index as built so far: time, and recall@20 against usearch's
+    exact search for ``exact`` of them."""
+    n = len(vec)
+    rng = np.random.default_rng([seed, n])
+    ids = rng.integers(1, n + 1, queries).astype(np.uint64)
+    qs = np.asarray(vec.get(ids), dtype=np.float32) * np.exp(0.05 * rng.standard_normal((queries, synth.DIM)))
+    qs = qs.astype(np.float32)
+    t, got = [], []
+    for q in qs:
+        a = time.perf_counter()
+        m = vec.search(q, 20)
+        t.append(time.perf_counter() - a)
+        got.append(set(np.asarray(m.keys).tolist()))
+    a = time.perf_counter()
+    want = vec.search(qs[:exact], 20, exact=True, threads=2)
+    exact_s = (time.perf_counter() - a) / exact
+    recall = sum(len(set(want.keys[i].tolist()) & got[i]) for i in range(exact)) / (20 * exact)
+    return {"vectors": n, "nearest": _pcts(t), "recall20": round(recall, 3),
+            "copy_found": round(float(np.mean([int(i) in g for i, g in zip(ids, got)])), 3),
+            "exact_search_s": round(exact_s, 2), "memory_usage_B_rec": round(vec.memory_usage / n)}
+
+
+def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint: int = 1_000_000,
+                  log=print) -> float:
+    """The vector file over rows 1..n, as LocalIndex would hold it (f16 vectors, the default), probed
+    (:func:`probe_vectors`) every ``checkpoint`` vectors."""
+    from usearch.index import Index
+
+    from index.local.records import signature_of_blob
+    from index.local.vectors import DEFAULTS, VECTORS_NAME
+
+    from index.local.records import encode_blob
+
+    dtype = "f16"  # the default (build-sql's index is a new one, opened without options)
+    connectivity, expansion_search = DEFAULTS[dtype]
+    vec = Index(ndim=synth.DIM, metric="cos", dtype=dtype, connectivity=connectivity,
+                expansion_search=expansion_search, expansion_add=expansion_add)
+    t0 = time.perf_counter()
+    first = signature_of_blob(encode_blob(synth._first_record(seed)))  # record 1's, as build-sql stores it
+    vec.add(np.array([1], dtype=np.uint64), first.reshape(1, -1))
+    for start in range(2, n + 1, BATCH):
+        count = min(BATCH, n + 1 - start)
+        codes, low, step = _signatures(start, count, seed)
+        vec.add(np.arange(start, start + count, dtype=np.uint64), _vectors_of(codes, low, step), threads=2)
+        log(f"  {start + count - 1:,} vectors ({time.perf_counter() - t0:.0f} s, {time.process_time():.0f} s CPU)")
+        if (start + count - 1) // checkpoint > (start - 1) // checkpoint:
+            log(json.dumps(probe_vectors(vec, seed)), flush=True)
+    vec.save(str(path / VECTORS_NAME))
+    while not (path / "parts.json").exists():  # build-sql, run beside this, still appending rows
+        time.sleep(10)
+    db = _connect(path)
+    count, max_id = db.execute("SELECT count(*), max(id) FROM records").fetchone()
+    with db:
+        db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       [("vectors_count", str(count)), ("vectors_max_id", str(max_id))])
+    db.close()
+    return time.perf_counter() - t0
+
+
+def graph_sizes(n: int, seed: int, expansion_add: int, connectivities: list[int]) -> list[dict]:
+    """The HNSW graph's bytes against its search: ``n`` signatures indexed at each connectivity (f16), each
+    probed as :func:`probe_vectors` probes, with the size of its saved file."""
+    import tempfile
+
+    from usearch.index import Index
+
+    from index.local.vectors import DEFAULTS
+
+    codes, low, step = _signatures(1, n, seed)
+    vectors = _vectors_of(codes, low, step)
+    out = []
+    for connectivity in connectivities:
+        vec = Index(ndim=synth.DIM, metric="cos", dtype="f16", connectivity=connectivity,
+                    expansion_search=DEFAULTS["f16"][1], expansion_add=expansion_add)
+        cpu = time.process_time()
+        vec.add(np.arange(1, n + 1, dtype=np.uint64), vectors, threads=2)
+        cpu = time.process_time() - cpu
+        with tempfile.TemporaryDirectory() as tmp:
+            vec.save(f"{tmp}/v.usearch")
+            size = Path(f"{tmp}/v.usearch").stat().st_size
+        out.append({"connectivity": connectivity, "file_B_rec": round(size / n), "build_cpu_s": round(cpu),
+                    **probe_vectors(vec, seed)})
+        print(json.dumps(out[-1]), flush=True)
+    return out
+
+
+def _pcts(values: list[float]) -> str:
+    return f"p50 {common.pct(values, 50) * 1e6:,.0f} us, p99 {common.pct(values, 99) * 1e6:,.0f} us"
+
+
+def probe_sql(path: Path, queries: int, seed: int) -> dict:
+    """The parts that need no vectors, with the product's SQL and tables (see the module docstring)."""
+    from dedup.permtables import PermutationTables
+    from index.local.records import COLUMNS, record_of_row, to_signed, url_key
+
+    db = _connect(path)
+    db.execute("PRAGMA cache_size=-2000")  # SQLite's default: the OS page cache holds the file, as in use
+    n = db.execute("SELECT max(id) FROM records").fetchone()[0]
+    ref = dict(db.execute("SELECT key, value FROM meta"))["ref_id"]
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(2, n + 1, queries).tolist()
+    pc = time.perf_counter
+    out: dict = {"records": n}
+    for kind, key in (("content_hash", lambda i: xxhash.xxh3_128_digest(b"c%d" % i)),
+                      ("title_key", lambda i: xxhash.xxh3_64_digest(b"t%d" % i))):
+        t = []
+        for i in ids:
+            a = pc()
+            got = db.execute(f"SELECT id FROM records WHERE {kind} = ? ORDER BY id", (key(i),)).fetchall()
+            t.append(pc() - a)
+            assert got == [(i,)], (kind, i, got)
+        out[f"lookup_{kind}"] = _pcts(t)
+    t = []
+    for i in ids:
+        url = f"https://www.site{i % 5000}.example/news/2026/11/{i}/a-synthetic-article-title.html"
+        a = pc()
+        row = db.execute(f"SELECT {COLUMNS} FROM records WHERE url_key = ? AND url = ? ORDER BY id DESC LIMIT 1",
+                         (url_key(url), url)).fetchone()
+        record_of_row(row, ref)
+        t.append(pc() - a)
+    out["by_url"] = _pcts(t)
+    t = []
+    for _ in range(queries):
+        want = rng.integers(1, n + 1, 20).tolist()
+        a = pc()
+        rows = db.execute(f"SELECT {COLUMNS} FROM records WHERE id IN ({','.join('?' * 20)})", want).fetchall()
+        [record_of_row(r, ref) for r in rows]
+        t.append(pc() - a)
+    out["fetch20"] = _pcts(t)
+    a = pc()
+    pairs = np.fromiter(db.execute("SELECT id, simhash FROM records"),
+                        dtype=np.dtype([("id", "<i8"), ("simhash", "<i8")]))
+    tables = PermutationTables(k=3, blocks=5)
+    tables.add_many(pairs["simhash"].view(np.uint64), pairs["id"])
+    out["tables_load_s"] = round(pc() - a, 1)
+    t = []
+    for i in rng.integers(0, len(pairs), queries).tolist():
+        fp = int(pairs["simhash"][i].view(np.uint64)) ^ (1 << int(rng.integers(0, 64)))  # a near-copy's
+        a = pc()
+        got = tables.query(fp)
+        t.append(pc() - a)
+        assert (int(pairs["id"][i]), 1) in got
+    out["near_simhash"] = _pcts(t)
+    del pairs, tables
+    rec = synth._first_record(seed)
+    from index.local.records import encode_blob, key_value
+
+    db.execute("PRAGMA synchronous=NORMAL")
+    t = []
+    for j in range(queries):
+        i = n + 1 + j
+        ch = xxhash.xxh3_128_digest(b"c%d" % i)
+        a = pc()
+        with db:
+            db.execute("SELECT id FROM records WHERE content_hash = ? AND status != 'exact_duplicate' AND id != ? "
+                       "ORDER BY id LIMIT 1", (ch, 0)).fetchone()
+            db.execute(_INSERT, (f"https://insert.example/{i}", url_key(f"https://insert.example/{i}"), ch, key_value(rec.title_key),
+                                       to_signed(rec.simhash), "unique", None, 1.8e9, None, 1, rec.title,
+                                       encode_blob(rec)))
+        t.append(pc() - a)
+    with db:
+        db.execute("DELETE FROM records WHERE id > ?", (n,))
+    out["insert_row"] = _pcts(t)
+    db.close()
+    return out
+
+
+def probe(path: Path, queries: int, seed: int) -> dict:
+    from index.local import LocalIndex
+
+    ref = synth._ref_id()
+    rng = np.random.default_rng(seed)
+    out = synth.probe(path, queries=queries, seed=seed)
+    with LocalIndex(path) as ix:
+        n = len(ix)
+        t, added = [], []
+        for j, r in enumerate(synth.batch_records(0, seed + 1, ref)):
+            if j == queries:
+                break
+            r.url, r.content_hash = f"https://add.example/{j}", xxhash.xxh3_128_hexdigest(b"add%d" % j)
+            r.signature = _vectors_of(*_signatures(10**9 + j * 7919 + int(rng.integers(7919)), 1, seed))[0]
+            a = time.perf_counter()
+            added.append(ix.add(r))
+            t.append(time.perf_counter() - a)
+        for i in added:
+            ix.remove(i)
+        ix._unsaved = 0  # the probe's adds are gone again: do not rewrite the 10M vector file on close
+    out["add"] = _pcts(t)
+    out["records"] = n
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph"))
+    ap.add_argument("dir")
+    ap.add_argument("records", nargs="?", type=int, default=10_000_000)
+    ap.add_argument("--expansion-add", type=int, default=128, help="usearch's expansion_add of the build (default %(default)s)")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--connectivity", default="16,12,8", help="graph: the connectivities compared (default %(default)s)")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args(argv)
+    path = Path(args.dir)
+    path.mkdir(parents=True, exist_ok=True)
+    if args.command == "build-sql":
+        s = build_sql(path, args.records, args.seed)
+        print(f"rows: {s:.0f} s")
+        print(json.dumps(probe_sql(path, args.queries, args.seed), indent=1), flush=True)
+    elif args.command == "build-vectors":  # beside build-sql (it waits for its rows to write the meta rows)
+        v = build_vectors(path, args.records, args.seed, args.expansion_add)
+        print(f"vectors: {v:.0f} s (expansion_add {args.expansion_add})")
+    elif args.command == "graph":  # DIR unused
+        graph_sizes(args.records, args.seed, args.expansion_add, [int(c) for c in args.connectivity.split(",")])
+    elif args.command == "probe-sql":
+        print(json.dumps(probe_sql(path, args.queries, args.seed), indent=1))
+    else:
+        print(json.dumps(probe(path, args.queries, args.seed), indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
