@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             db.close()
         files = {p.name: p.stat().st_size for p in sorted(path.iterdir()) if p.is_file()}
-    fixed = sum(used for name, _, used, _, _ in parts if not name.startswith("records"))
+    fixed = sum(used for name, _, used, _, _ in parts if name.startswith(("sqlite_", "meta")))  # not a record's
     print(f"{n} records: disk {disk / n:,.0f} B a record ({(disk - fixed) / n:,.0f} B without SQLite's fixed pages), "
           f"SQLite {sqlite_bytes / n:,.0f} B ({(sqlite_bytes - fixed) / n:,.0f} B), mean data blob {blob:,.0f} B "
           f"({', '.join(f'{k.decode()}: {v}' for k, v in sorted(formats.items()))})")
