@@ -14,6 +14,8 @@ Options choose the index's configuration: ``--vector-dtype i8`` (centred 1-byte 
 connectivity 14 and expansion_search 256 unless given) is the one within 512 bytes; use
 another ``--cache`` for it (e.g. a folder holding a symlink to the cached ``dedup.sqlite`` and
 a copy of its ``synthetic.json``) so that the cached f16 vector file is not rebuilt.
+
+Cited by: docs/performance.md.
 """
 from __future__ import annotations
 

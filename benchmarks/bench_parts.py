@@ -27,6 +27,8 @@ tables (rebuilt as ``LocalIndex`` rebuilds them on open, then queried), a fetch 
 and an insert (the ``content_hash`` claim check, the row, the commit).  ``probe`` opens the index (reopen time,
 RSS) and runs :func:`synth.probe` (lookup, tables, ``nearest()`` with recall@20 against an exact scan, a fetch of
 20) and times ``LocalIndex.add`` of new records (row, tables, HNSW node), removed after.
+
+Cited by: docs/performance.md ("Bytes per record", "The index's parts at 10M records").
 """
 from __future__ import annotations
 

@@ -27,6 +27,8 @@ it, so every row meets a cluster holding the corpus alone.  Beside them, the cra
 document (``features_from_source`` + ``Deduplicator.process`` on the embedded index, the HTML ->
 verdict of a crawl) on the first ``--crawl-sample`` documents, in the same process.  The emulator
 is not Elasticsearch: its timings are not a cluster's, the ratios on one machine are what this says.
+
+Cited by: docs/elasticsearch.md ("Throughput"), docs/performance.md, README.md.
 """
 from __future__ import annotations
 

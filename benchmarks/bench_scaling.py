@@ -11,6 +11,8 @@ cost after extraction (features, fingerprints, candidate search, verification, i
 
 The permutation tables' rows (to 10M) come from ``bench_tables.py``'s JSON when
 ``--tables-json`` names it (``run.py`` does), else are measured here at the checkpoint sizes.
+
+Cited by: docs/performance.md ("Growth").
 """
 from __future__ import annotations
 

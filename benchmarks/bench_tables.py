@@ -19,6 +19,8 @@ for the tables; ``--quick``: 10k, 100k):
 * **brute force**: ``np.flatnonzero(np.bitwise_count(all_fps ^ q) <= 3)`` over the same
   stored array, on a sample of the queries, and **exactness**: on that sample the tables'
   answer equals brute force's (ids and distances).
+
+Cited by: docs/performance.md ("The index's parts at 10M records").
 """
 from __future__ import annotations
 

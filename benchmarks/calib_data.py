@@ -9,6 +9,8 @@ nor which candidate is best can then be replayed from these rows without running
 The rows are cached as JSON under ``$DEDUP_CALIB_CACHE`` (default ``/tmp/dedup-calib``), keyed by
 the pages, the seed, the extractor and the source of ``dedup/`` (a change in features or
 extraction recomputes them; a change only in ``dedup/decision.py`` does not).
+
+Used by: calibrate.py, misses.py (the rows they fit and classify).
 """
 from __future__ import annotations
 

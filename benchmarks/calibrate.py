@@ -42,6 +42,8 @@ negatives-dev pages (one-page clusters) are dealt round-robin into the groups, s
 by a model that never saw it.  With pooled seeds a fold's clusters are left out of the rows of every
 seed together (the folds are of clusters, not of rows).  The held-out pages of every fold are pooled and scored with the
 online metric (:func:`dedup.cli.evaluate.metric` semantics).
+
+Cited by: docs/accuracy.md, docs/decision.md, README.md.
 """
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ and, when the issue sets one, its goal) and *tables* (supporting rows, e.g. a sc
 table), prints them and writes them as JSON for ``benchmarks/run.py`` to merge.  A figure
 whose input is missing (no goldset-dev) is recorded with ``skipped`` and a reason instead
 of a value, so the JSON always has every figure.
+
+Used by: most scripts here (data paths, the metric, the machine line).
 """
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ page's exact set of shingles (the featurizer's word 5-grams of the same text, no
   candidate's containment by more than 0.05;
 * ``decision``: it was a candidate; the model did not call it a copy (exact containment and the sketch's
   estimate for that page are printed: how far the sketch is from the exact value).
+
+Cited by: docs/accuracy.md ("Where the misses are"), docs/decision.md.
 """
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ the mean ``data`` blob; then where the bytes go: each SQLite table and index (it
 ``dbstat`` virtual table: the rows' payload and the pages' unused bytes), SQLite's fixed pages (schema,
 ``meta``, statistics: a few pages whatever the size, a noticeable share of a small index's bytes, none of a
 large one's), the mean of each column, and each vector file.  ``--keep DIR`` builds the index in DIR (kept).
+
+Cited by: docs/performance.md ("Bytes per record"), docs/accuracy.md.
 """
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ Each document has ``url``, ``title``, ``html`` and ``crawled`` (epoch seconds; a
 after what it copies, so ``--keep oldest`` keeps the first of each group).  ``groups`` maps each
 ``_id`` to its group: a document is a copy when an earlier one in keep order has its group.
 Deterministic for a seed.
+
+Used by: bench_reindex.py; cited by docs/elasticsearch.md ("Throughput").
 """
 from __future__ import annotations
 

@@ -26,6 +26,8 @@ The synthetic 1M-document index of targets 5 and 6 is kept in ``out/bench-cache/
 8.5 GB) and reused by later runs; ``--fresh-cache`` rebuilds it.  Goldset-dev is read from
 ``../shared/data/goldset-dev`` (``--goldset``); when it is absent, the figures that need it
 are reported as skipped.
+
+Cited by: `make bench` (Makefile), docs/performance.md.
 """
 from __future__ import annotations
 

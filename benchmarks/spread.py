@@ -19,6 +19,8 @@ its distinct shingles at its first occurrence (``pos`` in 0..1 of A's shingle se
 
 ``--cv FEATURES`` cross-validates as ``calibrate.py`` does with what-if features injected into its rows
 (:data:`WHAT_IF`); the shipped ``spread`` is in the rows already.
+
+Cited by: docs/decision.md.
 """
 from __future__ import annotations
 

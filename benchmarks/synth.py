@@ -26,6 +26,8 @@ vectors + graph, SQLite), then per-query costs (exact-key lookup, simhash tables
 signatures, fetching 20 records), HNSW recall@20 against exact search, and, given pages, the
 per-page cost of the whole verdict path against this index (the records it adds are
 removed again at the end, so the index can be probed again).
+
+Used by: bench_scaling.py, bench_parts.py, bench_memory.py; cited by docs/performance.md.
 """
 from __future__ import annotations
 
