@@ -174,13 +174,16 @@ def killed_run(where: str, k: int, args: list[str]) -> None:
 
 
 def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted, corpus, tmp_path, es_url):
-    """Four kills, each with another --batch-size: before the first bulk write with a record the
+    """Five kills, each with another --batch-size: before the first bulk write with a record the
     decision never named, after a bulk write the work folder never marked, right after a decision;
     then a run to the end, with two worker processes.  Same kept set, verdicts and dropped log as one uninterrupted run."""
     dest = f"{es_url}/resumed-{tmp_path.name.lower()}"
     args = reindex_args(corpus, dest, tmp_path)
     killed_run("record", 3, args + ["--batch-size", "50"])
     assert not (tmp_path / "dropped.jsonl").exists()  # killed before anything was written
+    # twelve decisions of a batch of 50, none committed: their records, more than the next run's window
+    # (--batch-size 4, + 3) looks at a time, are all orphans it removes
+    killed_run("decided", 12, args + ["--batch-size", "50"])
     killed_run("sent", 2, args + ["--batch-size", "4"])
     killed_run("decided", 9, args + ["--batch-size", "3"])
     assert main(args + ["--batch-size", "7", "--workers", "2", "--json"]) == 0  # features in 2 processes
@@ -536,3 +539,17 @@ def test_the_readme_recipe_keeps_the_oldest_by_the_corpus_own_date_field(uninter
                 client.options(ignore_status=404).indices.delete(index=index)
     finally:
         client.close()
+
+
+def test_source_key_is_the_sources_content_not_its_order():
+    """The update key: the same for the same ``_source`` whatever its keys' order, another for any other value
+    or type (a string against the number it spells, a split string), 32 hex digits (16: an earlier version's)."""
+    from index.elastic.reindex_read import legacy_source_key, source_key
+
+    doc = {"url": "http://a/1", "html": "<p>h\u00e9llo \u2028</p>" * 500, "crawled": 1700000000, "tags": ["a", "b"]}
+    key = source_key(doc)
+    assert len(key) == 32 and len(legacy_source_key(doc)) == 16
+    assert source_key(dict(reversed(list(doc.items())))) == key
+    for other in ({**doc, "crawled": "1700000000"}, {**doc, "tags": ["ab"]}, {**doc, "tags": ["a", "b", None]},
+                  {**doc, "html": doc["html"] + " "}, {k: v for k, v in doc.items() if k != "tags"}):
+        assert source_key(other) != key
