@@ -18,8 +18,8 @@ same on every Elasticsearch-API server.)  The URL field must be sortable (``keyw
 
 **Decided locally, written in bulk.**  Every document is decided against an embedded
 :class:`~index.local.LocalIndex` in the job's work folder (``--work-dir``, by default
-``reindex-DEST.work`` beside the checkpoint), and the decision is committed there with the read
-position (:mod:`.reindex_state`).  The cluster only sees bulk requests: the point-in-time reads,
+``reindex-DEST.work`` beside the checkpoint), and the decisions are committed there with the read
+position a batch at a time, before the batch is sent (:mod:`.reindex_state`).  The cluster only sees bulk requests: the point-in-time reads,
 and every ``batch_size`` documents (or ``bulk_bytes``) one ``streaming_bulk`` of the kept
 documents to ``DEST`` (under their source ``_id``, with their ``_source`` and the verdict in
 ``dedup``), one of their records to ``DEST-dedup``, and the dropped documents appended to the
@@ -78,7 +78,8 @@ from dedup.sources import LazyFeaturizer
 from .connect import Retrying, connect
 from .reindex_check import Inspection
 from .reindex_decide import Capture, PageMaker, featured
-from .reindex_read import KEEP_RULES, keep_sort, mapping_fields, read_ahead, read_sorted, source_key
+from .reindex_read import (KEEP_RULES, keep_sort, legacy_source_key, mapping_fields, read_ahead, read_sorted,
+                           source_key)
 from .reindex_state import WorkState
 from .reindex_write import EXTRACTED_TEXT, MARKER, Sink, payload_json
 from .search import field_value
@@ -317,10 +318,15 @@ class Reindex(Inspection):
         so that document is decided again from the state it was first decided in."""
         top = state.max_record_id()
         removed = []
-        for record in local.get(range(top + 1, top + 4)):
-            log.info("Removing record %d (%s): its decision was not committed", record.id, record.url)
-            local.remove(record.id)
-            removed.append(record.id)
+        # decisions are committed a batch at a time: every record of the last uncommitted batch is an orphan
+        # (ids are never reused, so they are the ones above top, without gaps wider than a batch)
+        window, start = self.batch_size + 3, top + 1
+        while found := local.get(range(start, start + window)):
+            for record in found:
+                log.info("Removing record %d (%s): its decision was not committed", record.id, record.url)
+                local.remove(record.id)
+                removed.append(record.id)
+            start += window
         if removed:  # the next record's id is above these: a later orphan is looked for from there
             state.set(record_hw=max(removed))
         intent = state.get("intent")
@@ -362,7 +368,9 @@ class Reindex(Inspection):
                 if row is not None and row[4] is None and not updating:
                     continue  # read again after a resume: decided before (by a version keeping no keys)
                 skey = source_key(hit["_source"])
-                body = None if row is not None and row[5] == skey else make.source(hit).body_key
+                same = row is not None and row[5] is not None and row[5] == (
+                    skey if len(row[5]) != 16 else legacy_source_key(hit["_source"]))  # 16: an earlier version's
+                body = None if same else make.source(hit).body_key
                 if row is not None and row[4] is None and not row[1] and logged_source(sid) == skey:
                     # dropped by a version keeping no keys: its drop line holds the _source it was decided on
                     state.set_keys(sid, source_key=skey, body=body)
@@ -407,10 +415,14 @@ class Reindex(Inspection):
                         and record is not None and page is not None and not isinstance(features, str) else None)
             sent = payload_json(payload)  # serialised once: kept in the work folder, sized and sent as it is
             state.record(sid, status=verdict.status, kept=verdict.kept, record_id=rid, es_record_id=es_rid,
-                         payload=sent, after=sort, handover=handover, body=body, source_key=skey, ops=ops)
+                         payload=sent, after=sort, handover=handover, body=body, source_key=skey, ops=ops,
+                         commit=False)
             done += 1
+            # committed a batch at a time: by the sink before it sends the batch, else (a dry run) here
             if sink is not None:
                 sink.add(sid, verdict.kept, record, payload, handover, ops, body=sent)
+            elif state.uncommitted >= self.batch_size:
+                state.commit()
             if self.on_decided:
                 self.on_decided(done)
             if self.progress:
@@ -478,7 +490,7 @@ class Reindex(Inspection):
                                                "rule": "replay_of_recorded_page", "refetched": True}}
         ops = {"keep_verdict": True}
         state.record(sid, status=status, kept=True, record_id=rid, es_record_id=es_rid, payload=payload, after=None,
-                     body=body, source_key=skey, ops=ops)
+                     body=body, source_key=skey, ops=ops, commit=False)
         if sink is not None:
             sink.add(sid, True, None, payload, None, ops)
 

@@ -228,6 +228,9 @@ class Sink:
         the job decides on; the batch before is waited for first (one batch in flight: at most two
         batches of decisions are held in memory, and the work folder marks a batch sent, in this thread,
         only once the cluster has acknowledged every write of it).  ``wait``: and wait for this one."""
+        # the batch's decisions are committed in the work folder before any of it is sent (a resend asks the
+        # work folder what was decided: a write or a drop line of an uncommitted decision would be repeated)
+        self.state.commit()
         if self.kept or self.dropped:
             batch = (self.kept, self.dropped, self.handover, self.ops)
             self.kept, self.dropped, self.pending_bytes, self.handover, self.ops = [], [], 0, {}, {}
