@@ -235,20 +235,25 @@ class ElasticIndex:
         check_reference(ref_id, dim, self.ref_id, self.dim, what=what, where=f"Elasticsearch index {self.name}")
 
     # -- DedupIndex ----------------------------------------------------------------------------------
-    def add(self, record: Record) -> int:
+    def _document(self, record: Record, rid: int) -> dict[str, Any]:
+        """The ``_source`` of ``record`` stored as record ``rid`` (see the module docstring), its reference
+        text checked against the index's (the first record's sets it)."""
         sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
-        if not 0 <= int(record.simhash) < 1 << 64:
-            raise ValueError(f"simhash must be an unsigned 64-bit integer (got {record.simhash!r})")
         if self.ref_id is None:
             self._set_reference(record.ref_id, sig.size)
         self._check_ref(record.ref_id, sig.size, "signature")
-        rid = record_id(record)
         doc = record.to_dict()
-        doc["id"] = rid
-        doc["simhash_keys"] = self._keys.keys(int(record.simhash))
-        doc["contained_keys"] = contained_keys(record).tolist()
+        doc.update(id=rid, simhash_keys=self._keys.keys(int(record.simhash)),
+                   contained_keys=contained_keys(record).tolist())
         if np.linalg.norm(sig) > 0:
             doc["signature_vector"] = _unit(sig).tolist()
+        return doc
+
+    def add(self, record: Record) -> int:
+        if not 0 <= int(record.simhash) < 1 << 64:
+            raise ValueError(f"simhash must be an unsigned 64-bit integer (got {record.simhash!r})")
+        rid = record_id(record)
+        doc = self._document(record, rid)
         from elasticsearch import ConflictError
 
         try:
@@ -415,15 +420,8 @@ def record_actions(index: ElasticIndex, records: Iterable[Record], *, claim: boo
     claim of the crawl path, made in bulk): a 409 says another writer holds that content."""
     actions = []
     for n, record in enumerate(records):
-        sig = np.asarray(record.signature, dtype=np.float32).reshape(-1)
-        if index.ref_id is None:
-            index._set_reference(record.ref_id, sig.size)
-        index._check_ref(record.ref_id, sig.size, "signature")
         rid = ids[n] if ids and n in ids else record_id(record)
-        doc = record.to_dict()
-        doc.update(id=rid, simhash_keys=index._keys.keys(int(record.simhash)), contained_keys=contained_keys(record).tolist())
-        if np.linalg.norm(sig) > 0:
-            doc["signature_vector"] = _unit(sig).tolist()
+        doc = index._document(record, rid)
         op = "create" if claim and rid == claim_id(record.content_hash) and claims_content(record) else "index"
         actions.append({"_op_type": op, "_index": index.name, "_id": str(rid), "_source": doc})
     return actions
