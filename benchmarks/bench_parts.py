@@ -5,6 +5,7 @@
     python benchmarks/bench_parts.py probe-sql DIR      # exact keys, simhash tables, record fetch, row insert
     python benchmarks/bench_parts.py probe DIR          # the whole LocalIndex: the above + nearest() + add()
     python benchmarks/bench_parts.py graph DIR 200000 --expansion-add 32   # HNSW connectivity 16, 12, 8
+    python benchmarks/bench_parts.py cosines            # i8's recovered cosines on goldset-dev's signatures
 
 Not in ``make test``: at 10M the rows take ~14 GB of SQLite and ~35 min on 2 shared cores; the f16 vectors
 ~4.5 GB and, at the product's expansion_add, hours (see docs/performance.md).  Where :mod:`synth` makes every record (``compact_arrays`` + ``encode_blob``: ~0.3 ms
@@ -275,6 +276,47 @@ def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint:
     return time.perf_counter() - t0
 
 
+def cosines(goldset: str, step: int = 5) -> dict:
+    """How far the true cosines an i8 index recovers (:func:`index.local.vectors.centred_cosines`) are from the
+    exact ones, on the distinct signatures of goldset-dev + negatives-dev (on their grid, as a record holds them;
+    the centre their first CENTRE_SAMPLE), for every ``step``-th page against all; f16's error beside it, and the
+    gap between a page's 20th and 21st neighbours (the kNN search's tail)."""
+    from dedup.cli.evaluate import load_clusters
+    from dedup.features import Featurizer
+    from dedup.page import parse_page
+    from dedup.record import quantise_signature
+    from index.local.vectors import CENTRE_SAMPLE, centred_cosines, quantise_i8
+
+    fz = Featurizer()
+    sigs = []
+    negatives = Path(goldset).parent / "negatives-dev"
+    paths = [p for _, p in load_clusters(goldset)] + ([p for _, p in load_clusters(negatives)] if negatives.is_dir() else [])
+    for j, path in enumerate(paths):
+        page = parse_page(path.read_bytes(), f"http://eval.invalid/p{j}")
+        s = quantise_signature(np.asarray(fz(page).to_record(page).signature, dtype=np.float64))
+        if np.any(s):
+            sigs.append(s)
+    u = np.unique(np.array(sigs, dtype=np.float64), axis=0)  # an exact copy's record is refused
+    u = u[np.random.default_rng(7).permutation(len(u))]
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    m = u[:CENTRE_SAMPLE].mean(axis=0)
+    y = u - m
+    stored, m_y, y_norm = quantise_i8(y), y @ m, np.linalg.norm(y, axis=1)
+    half = u.astype(np.float16).astype(np.float64)
+    half /= np.linalg.norm(half, axis=1, keepdims=True)
+    err, err16, gaps = [], [], []
+    for j in range(0, len(u), step):
+        exact = u @ u[j]
+        err.append(np.abs(centred_cosines(stored, u[j] - m, m, m_y, y_norm) - exact))
+        err16.append(np.abs(half @ u[j] - exact))
+        top = np.sort(exact)[::-1]
+        gaps.append(top[19] - top[20])
+    e, e16 = np.concatenate(err), np.concatenate(err16)
+    return {"signatures": len(u), "i8_error": f"p50 {np.median(e):.1e}, p99 {np.percentile(e, 99):.1e}, max {e.max():.1e}",
+            "f16_error": f"p50 {np.median(e16):.1e}, max {e16.max():.1e}",
+            "gap_20th_21st": f"p50 {np.median(gaps):.1e}"}
+
+
 def graph_sizes(n: int, seed: int, expansion_add: int, connectivities: list[int]) -> list[dict]:
     """The HNSW graph's bytes against its search: ``n`` signatures indexed at each connectivity (f16), each
     probed as :func:`probe_vectors` probes, with the size of its saved file."""
@@ -410,14 +452,23 @@ def probe(path: Path, queries: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph"))
-    ap.add_argument("dir")
+    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph", "cosines"))
+    ap.add_argument("dir", nargs="?", default=None)
     ap.add_argument("records", nargs="?", type=int, default=10_000_000)
     ap.add_argument("--expansion-add", type=int, default=128, help="usearch's expansion_add of the build (default %(default)s)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--connectivity", default="16,12,8", help="graph: the connectivities compared (default %(default)s)")
     ap.add_argument("--seed", type=int, default=7)
+    common.goldset_arg(ap)
     args = ap.parse_args(argv)
+    if args.command == "cosines":
+        if common.goldset_missing(args.goldset):
+            print(common.goldset_missing(args.goldset))
+            return 0
+        print(json.dumps(cosines(args.goldset), indent=1))
+        return 0
+    if args.dir is None:
+        ap.error(f"{args.command} needs DIR")
     path = Path(args.dir)
     path.mkdir(parents=True, exist_ok=True)
     if args.command == "build-sql":

@@ -880,7 +880,7 @@ def test_vector_dtype_is_the_index_own(tmp_path):
     an f16 index opened without the option), and one made before the index kept it is read as f16."""
     rng = np.random.default_rng(23)
     with LocalIndex(tmp_path / "new") as ix:
-        assert (ix.vector_dtype, ix.connectivity, ix.expansion_search) == ("i8", 14, 128)
+        assert (ix.vector_dtype, ix.connectivity, ix.expansion_search) == ("i8", 14, 192)
     with LocalIndex(tmp_path / "new", vector_dtype="f16") as ix:
         assert (ix.vector_dtype, ix.connectivity, ix.expansion_search) == ("f16", 16, 128)
         ix.add(make_record(rng, 0))

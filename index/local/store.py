@@ -101,7 +101,7 @@ class LocalIndex(SignatureVectors):
     ``vector_dtype`` / ``connectivity`` / ``expansion_search``: scalars, graph degree and
     search breadth of the HNSW index over the signatures; ``vector_dtype=None`` (default) takes
     the index's own, the one it was last opened with (kept in ``meta``); ``"i8"`` (centred
-    vectors, 14 and 128) for a new index, within 512 bytes of RAM a record; ``"f16"`` (16 and
+    vectors, 14 and 192) for a new index, within 512 bytes of RAM a record; ``"f16"`` (16 and
     128) for one made before the index kept it, ~170 bytes a record more: see
     docs/performance.md.  A saved vector file made with other values is rebuilt from SQLite on open.
     ``record_cache``: decoded records kept for the next :meth:`get` (:mod:`index.local.cache`;

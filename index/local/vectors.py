@@ -32,10 +32,10 @@ DEFAULT_VECTOR_DTYPE = "i8"  # of a new index (one made before the index kept it
 #: signature minus a fixed mean); nearest() asks it for OVERSAMPLE x n candidates (by the centred
 #: cosine, which orders them almost as the true one) and ranks them by their true cosines
 CENTRED = ("i8",)
-OVERSAMPLE = 3
+OVERSAMPLE = 4
 #: connectivity and expansion_search by vector scalar type (i8: 14 keeps a node within usearch's
 #: smaller allocation size, ~60 bytes a document less than 16)
-DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 128)}
+DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 192)}
 CENTRE_SAMPLE = 1000  # the centre: mean unit signature of the first this many records
 STATS_NAME = "signatures.stats.npz"  # per record id: m . y and |y| of its centred y
 STATS_FORMAT = 2  # 1 held fine codes beside vectors usearch had truncated: such files are re-added
