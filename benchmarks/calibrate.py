@@ -333,6 +333,7 @@ GROUP = {
     "group_share": "n_group / (n_group + n_other + 1), added to the model: the overlapping candidates are one story",
     "group_count": "log2(1 + n_group), added to the model",
     "group_second": "containment_lb of the best's group's next candidate, added to the model",
+    "any_second": "containment_lb of the page's next candidate, of any group, added to the model",
     "group_union": "containment_lb of the share of the page's sketch keys held by any page of the best's group, "
                    "in place of the best's containment_lb when higher",
     "best_p": "no feature: the candidate of highest p is named instead of the one of highest containment",
@@ -368,6 +369,7 @@ def _group_x(r: dict[str, Any], root: dict[str, str]) -> dict[str, float]:
     x["group_share"] = n_group / (n_group + n_other + 1)
     x["group_count"] = math.log2(1 + n_group)
     x["group_second"] = max((c["x"]["containment_lb"] for c in group if c is not b), default=0.0)
+    x["any_second"] = max((c["x"]["containment_lb"] for c in cands if c is not b), default=0.0)
     hits = set().union(*(c["hit"] for c in group))
     cut = max(c["cut"] for c in group)
     cover = len(hits) / cut if cut else 0.0
@@ -459,7 +461,7 @@ def group_cv(what: str, gold_dir: Path, neg_dir: Path, seed: int, train_seeds: l
     The held-out pages are replayed online (each decided by its fold's model, groups made by those
     decisions); the training rows' groups are those of the recorded verdicts. Same-site seed 1 is replayed
     under every fold's model: a page flagged by any counts."""
-    names = list(DEFAULT_FEATURES) + ([what] if what in ("group_share", "group_count", "group_second") else [])
+    names = list(DEFAULT_FEATURES) + ([what] if what in ("group_share", "group_count", "group_second", "any_second") else [])
     negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
     load = lambda name, folders, s: _group_rows(calib_data.candidate_rows(name, folders, seed=s))  # noqa: E731
     gold = load("gold", [gold_dir], seed)
