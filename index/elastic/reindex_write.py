@@ -5,7 +5,6 @@ log, all in bulk.  One batch is written by a thread of its own while the job dec
 acknowledged it, so a kill at any moment leaves the unacknowledged decisions to be sent again."""
 from __future__ import annotations
 
-import json
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,6 +16,7 @@ from dedup.record import Record
 from .connect import IndexUnavailable, Retrying, describe
 from .reindex_state import WorkState
 from .search import DEDUP_MAPPING
+from .serialise import dumps
 from .slicing import handover_source
 
 __all__ = ["Sink", "MARKER", "EXTRACTED_TEXT", "swap_alias", "payload_json"]
@@ -30,8 +30,9 @@ EXTRACTED_TEXT = "dedup.text"
 
 def payload_json(payload: dict[str, Any]) -> bytes:
     """A decision's payload (the destination's document, or the drop line) as the JSON bytes the work folder
-    keeps and the bulk request sends: serialised once a document (a source page is tens of KB)."""
-    return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+    keeps and the bulk request sends: serialised once a document (a source page is tens of KB), with orjson
+    when installed (:mod:`.serialise`)."""
+    return dumps(payload)
 
 
 def swap_alias(es: Retrying, name: str, alias: str) -> None:
