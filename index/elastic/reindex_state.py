@@ -88,6 +88,9 @@ class WorkState:
         self._file: Any = None  # the pending/ file this process appends payloads to (opened by the first)
         self._file_no = 0
         self._unsynced = False  # payloads written to it since its last sync
+        # meta values of the open transaction (the read position, the record high-water mark), written once
+        # at its commit rather than at each decision's
+        self._meta: dict[str, Any] = {}
         with self.db:
             self.db.executescript(_SCHEMA)
             for table, column, kind in _ADDED:  # a work folder of an earlier version
@@ -105,12 +108,14 @@ class WorkState:
 
     # -- identity ------------------------------------------------------------------------------------
     def get(self, key: str) -> Any:
+        if key in self._meta:
+            return self._meta[key]
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def set(self, **values: Any) -> None:
         with self._tx():
-            self._set(values)
+            self._meta.update(values)
 
     def _set(self, values: dict[str, Any]) -> None:
         self.db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = "
@@ -160,7 +165,7 @@ class WorkState:
             self._record(source_id, status, kept, record_id, es_record_id, payload, after, handover, body,
                          source_key, ops)
         except BaseException:
-            self.db.rollback()
+            self._rollback()
             self.uncommitted = 0
             raise
         self.uncommitted += 1
@@ -182,14 +187,21 @@ class WorkState:
         on disk."""
         try:
             yield
+            if self._meta:
+                self._set(self._meta)
+                self._meta = {}
             if self._unsynced:
                 self._file.flush()
                 os.fdatasync(self._file.fileno())
                 self._unsynced = False
         except BaseException:
-            self.db.rollback()
+            self._rollback()
             raise
         self.db.commit()
+
+    def _rollback(self) -> None:
+        self.db.rollback()
+        self._meta = {}
 
     def _write_payload(self, data: bytes) -> tuple[int, int]:
         """``data`` appended to this process's file of ``pending/``: ``(file number, start)``."""
@@ -252,9 +264,9 @@ class WorkState:
         if handover is not None:
             self.db.execute("INSERT INTO handover(source_id, features) VALUES (?, ?)", (source_id, handover))
         if after is not None:
-            self._set({"search_after": after})
+            self._meta["search_after"] = after
         if record_id is not None and record_id > (self.get("record_hw") or 0):
-            self._set({"record_hw": record_id})
+            self._meta["record_hw"] = record_id
         self.db.execute("DELETE FROM meta WHERE key = 'intent'")
 
     def set_keys(self, source_id: str, *, source_key: str, body: str | None = None) -> None:
@@ -268,7 +280,7 @@ class WorkState:
         with self._tx():
             self.db.execute("UPDATE docs SET record_id = ? WHERE source_id = ?", (record_id, source_id))
             if record_id > (self.get("record_hw") or 0):
-                self._set({"record_hw": record_id})
+                self._meta["record_hw"] = record_id
             self.db.execute("DELETE FROM meta WHERE key = 'intent'")
 
     def mark_sent(self, source_ids: Iterable[str]) -> None:
