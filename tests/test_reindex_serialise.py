@@ -62,3 +62,27 @@ def test_without_orjson_the_standard_library_writes_the_same(monkeypatch):
     assert serialise.dumps(value) == fast
     assert serialise.loads(fast) == json.loads(fast)
     assert "orjson" in sys.modules  # only this module's view of it was taken away
+
+
+def test_verdict_to_dict_is_asdicts_without_its_deep_copy():
+    """Verdict.to_dict (written into every reindexed document) makes what dataclasses.asdict made, and
+    shares no dict or list with the verdict."""
+    from dataclasses import asdict
+
+    from dedup.deduplicator import Verdict
+
+    v = Verdict("near_duplicate", "http://a/", "containment",
+                {"containment": np.float64(0.93), "angle_ok": np.bool_(True), "truncated": {"bytes": [9, 4]},
+                 "pair": (1, "x"), "candidates": [{"url": "http://b/", "score": 0.5}], "n": np.int64(3)},
+                {"t1": 0.8}, nearest="http://b/", replaced={"record": 4, "status": "unique"}, duplicate_id=7)
+    want = asdict(v)
+    del want["refetched"]
+    got = v.to_dict()
+    assert got == want and json.dumps(got, default=str) == json.dumps(want, default=str)
+    got["scores"]["truncated"]["bytes"].append(1)
+    got["scores"]["candidates"][0]["url"] = "changed"
+    got["replaced"]["status"] = "changed"
+    assert v.scores["truncated"]["bytes"] == [9, 4] and v.scores["candidates"][0]["url"] == "http://b/"
+    assert v.replaced == {"record": 4, "status": "unique"}
+    plain = Verdict("unique", None, "no_candidate").to_dict()
+    assert "nearest" not in plain and "replaced" not in plain and "refetched" not in plain
