@@ -184,7 +184,9 @@ def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted
     # twelve decisions of a batch of 50, none committed: their records, more than the next run's window
     # (--batch-size 4, + 3) looks at a time, are all orphans it removes
     killed_run("decided", 12, args + ["--batch-size", "50"])
+    assert decided(tmp_path / "checkpoint.work") == 0
     killed_run("sent", 2, args + ["--batch-size", "4"])
+    assert list((tmp_path / "checkpoint.work" / "pending").iterdir())  # the batch the work folder never marked
     killed_run("decided", 9, args + ["--batch-size", "3"])
     assert main(args + ["--batch-size", "7", "--workers", "2", "--json"]) == 0  # features in 2 processes
     got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
