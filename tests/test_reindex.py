@@ -143,6 +143,9 @@ import os, signal, sys, time
 from index.elastic import reindex_state
 where, k = sys.argv[1], int(sys.argv[2])
 if where == "slow":  # a decision every 0.1 s, so a test can take the server away mid-run
+    # Ctrl-C as a terminal's: a suite started with SIGINT ignored (a background `make test` of a shell without
+    # job control) passes SIG_IGN on, Python then installs no KeyboardInterrupt handler and the run ignores it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     original = reindex_state.WorkState.record
     def slow(self, *a, **kw):
         time.sleep(0.1)
