@@ -2,11 +2,12 @@
 ``pip install -e '.[es]'``), the standard library's ``json`` otherwise and for what orjson refuses.
 
 A reindex serialises every document it keeps (tens of KB of HTML each) once and decodes every page it
-reads: with the standard library that was ~1 ms of client CPU a document, a sixth of the job's; orjson
-does both several times faster.  orjson is stricter, so a value it refuses goes through ``json`` as before
-rather than failing: a lone surrogate (``"\\ud800"``, which ``json`` writes as ``surrogatepass`` bytes
-and reads), an integer beyond 64 bits, a dict key that is not a string.  One difference stays: orjson
-reads an integer beyond 64 bits (in a ``_source``) as a float, where ``json`` keeps it exact.
+reads: with the standard library that cost ~1 ms of client CPU a document (cProfile: 0.73 ms to write a
+payload, 0.42 ms to read it), with orjson 0.16 and 0.22 ms.  orjson is stricter, so a value it refuses
+goes through ``json`` as before rather than failing: a lone surrogate (``"\\ud800"``, which ``json``
+writes as ``surrogatepass`` bytes and reads), an integer beyond 64 bits, a dict key that is not a string.
+One difference stays: orjson reads an integer beyond 64 bits (in a ``_source``) as a float, where
+``json`` keeps it exact.
 """
 from __future__ import annotations
 
