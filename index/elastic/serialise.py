@@ -5,7 +5,7 @@ A reindex serialises every document it keeps (tens of KB of HTML each) once and 
 reads: with the standard library that cost ~1 ms of client CPU a document (cProfile: 0.73 ms to write a
 payload, 0.42 ms to read it), with orjson 0.16 and 0.22 ms.  orjson is stricter, so a value it refuses
 goes through ``json`` as before rather than failing: a lone surrogate (``"\\ud800"``, which ``json``
-writes as ``surrogatepass`` bytes and reads), an integer beyond 64 bits, a dict key that is not a string.
+writes escaped and reads), an integer beyond 64 bits, a dict key that is not a string.
 One difference stays: orjson reads an integer beyond 64 bits (in a ``_source``) as a float, where
 ``json`` keeps it exact.
 """
@@ -49,8 +49,12 @@ def dumps(value: Any) -> bytes:
             return orjson.dumps(value, default=_default, option=_OPTIONS)
         except orjson.JSONEncodeError:  # refused by orjson (see the module docstring): json writes it
             pass
-    return json.dumps(value, ensure_ascii=False, default=_default,
-                      separators=(",", ":")).encode("utf-8", "surrogatepass")
+    text = json.dumps(value, ensure_ascii=False, default=_default, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped ("\\ud800"), so the bytes stay UTF-8 (a drop line
+        # is one line of a UTF-8 log, read by `dropped list` and any JSON-lines tool)
+        return json.dumps(value, default=_default, separators=(",", ":")).encode("ascii")
 
 
 def loads(data: bytes | str) -> Any:
