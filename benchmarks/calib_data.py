@@ -128,3 +128,72 @@ def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None
         print(f"# {name}: {len(out)} pages run through the deduplicator in {time.perf_counter() - t0:.0f} s "
               f"(cached: {path})", file=sys.stderr)
     return out
+
+
+def candidate_rows(name: str, folders: list[Path], *, seed: int = 7, verbose: bool = True) -> list[dict[str, Any]]:
+    """Every page of the stream with all its candidates, not only the best (issue 31's what-ifs of
+    ``calibrate.py --group``): per page its cluster, URL, status, rule, ``nearest`` (the best candidate's
+    URL) and ``kept``, the query's sketch size (``qkeys``, ``qtotal``), and per candidate the reducer passed:
+    its URL, cluster, the scores a verdict gives its best candidate, ``hit`` (the positions of the page's
+    sketch keys it holds) and ``cut`` (how many of the page's sketch keys lie within its sketch's range).
+    Cached under ``$DEDUP_CALIB_CACHE/cands`` as :func:`rows` (DedupConfig's defaults)."""
+    import numpy as np
+
+    from dedup.decision import title_similarity
+    from dedup.deduplicator import containment_many
+    from dedup.page import parse_page
+
+    key = f"{name}-s{seed}-{source_key()}-{_pages_key(folders)}"
+    path = CACHE / "cands" / f"{key}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    folder = folders[0] if len(folders) == 1 else mixed_folder(name, folders)
+    pages, order, dedup, _ = replayer(folder, seed)
+    stash: dict[str, Any] = {}
+    pruned = dedup._pruned
+
+    def keep(q: Any, records: list) -> list[bool]:  # the candidates the reducer passed, with the page's query
+        out = pruned(q, records)
+        stash["q"], stash["recs"] = q, [r for r, o in zip(records, out) if not o]
+        return out
+
+    dedup._pruned = keep  # type: ignore[method-assign]
+    url_cluster: dict[str, str] = {}
+    seen: set[str] = set()
+    out = []
+    t0 = time.perf_counter()
+    for i in order:
+        cluster, file = pages[i]
+        url = f"http://eval.invalid/p{i}"  # as dedup.cli.evaluate names them
+        url_cluster[url] = cluster
+        page = parse_page(file.read_bytes(), url, extractor=dedup.config.extractor)
+        stash.clear()
+        v = dedup.process(page)
+        cands, q = [], stash.get("q")
+        if q is not None and stash["recs"]:
+            recs, qa = stash["recs"], np.asarray(q.shingles)
+            found = containment_many(q.shingles, q.shingle_count, [r.shingles for r in recs],
+                                     [r.shingle_count for r in recs], min_size=dedup.config.min_shingles)
+            for rec, (cont, res) in zip(recs, found):
+                s = dedup._scores(q, rec, cont, res, q.cosine(rec))
+                s["title"] = round(title_similarity(q.title, rec.title), 4)
+                s["listing"] = max(q.list_share, float(rec.extra.get("list_share", 0.0)))
+                rb = np.asarray(rec.shingles)
+                full = rec.shingle_count <= rb.size or not rb.size
+                cands.append({"url": rec.url, "cluster": url_cluster[rec.url], "scores": s,
+                              "hit": np.flatnonzero(np.isin(qa, rb)).tolist(),
+                              "cut": int(qa.size) if full else int(np.searchsorted(qa, rb[-1], side="right"))})
+        nearest = v.nearest or v.duplicate_of or v.scores.get("candidate", "")
+        out.append({"cluster": cluster, "path": str(file), "url": url, "had_earlier": cluster in seen,
+                    "status": v.status, "rule": v.rule, "kept": v.kept, "nearest": nearest,
+                    "best_cluster": url_cluster.get(nearest), "cands": cands,
+                    **({"qkeys": int(np.asarray(q.shingles).size), "qtotal": int(q.shingle_count)} if q is not None else {})})
+        seen.add(cluster)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out))
+    tmp.replace(path)
+    if verbose:
+        print(f"# {name}: {len(out)} pages and their candidates in {time.perf_counter() - t0:.0f} s (cached: {path})",
+              file=sys.stderr)
+    return out

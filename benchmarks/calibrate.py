@@ -7,6 +7,7 @@
     python benchmarks/calibrate.py --knn 40   # a what-if: more nearest signatures as candidates (not with --write)
     python benchmarks/calibrate.py --seed 3                  # score seed 3's order (fitted on seeds 7,1,2's rows)
     python benchmarks/calibrate.py --seed 3 --train-seeds 3  # ... fitted on seed 3's rows alone
+    python benchmarks/calibrate.py --seed 2 --group group_share  # a what-if reading all of a page's candidates
 
 One command, re-runnable after any change to features or extraction: the pages are run through the
 deduplicator once per stream and cached (``calib_data.py``, under ``/tmp/dedup-calib``), so a rerun
@@ -50,6 +51,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -322,6 +324,204 @@ def fp(rows: list[dict[str, Any]], decide, prefix: str | None = None) -> tuple[i
     return len(hits), len(neg), hits
 
 
+# -- what-ifs read from all of a page's candidates (issue 31, --group) -------------------------------------
+#: ``--group``: a what-if reading every candidate of a page, not only the best. A candidate's *group* is its
+#: root: the record itself when unique, else the page its ``duplicate_of`` names (the records hold both, so a
+#: group costs a record no byte). The best candidate's group members among the page's other candidates, of
+#: containment at least GROUP_FLOOR of the best's (and 0.05), are ``n_group``, the others ``n_other``.
+GROUP = {
+    "group_share": "n_group / (n_group + n_other + 1), added to the model: the overlapping candidates are one story",
+    "group_count": "log2(1 + n_group), added to the model",
+    "group_second": "containment_lb of the best's group's next candidate, added to the model",
+    "any_second": "containment_lb of the page's next candidate, of any group, added to the model",
+    "group_union": "containment_lb of the share of the page's sketch keys held by any page of the best's group, "
+                   "in place of the best's containment_lb when higher",
+    "best_p": "no feature: the candidate of highest p is named instead of the one of highest containment",
+}
+GROUP_FLOOR = 0.5
+
+
+def _group_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`calib_data.candidate_rows` with what a replay reads: forced (flagged whatever the decision),
+    decided, the best candidate's index and every candidate's model features."""
+    for r in rows:
+        r["forced"] = r["status"] == "exact_duplicate" or r["rule"] == "title_anchor"
+        r["decided"] = not r["forced"] and r["rule"] in DECIDED and bool(r["cands"])
+        if r["decided"]:
+            r["best"] = next(i for i, c in enumerate(r["cands"]) if c["url"] == r["nearest"])
+            for c in r["cands"]:
+                c["x"] = features(c["scores"])
+    return rows
+
+
+def _group_x(r: dict[str, Any], root: dict[str, str]) -> dict[str, float]:
+    """The best candidate's features and the group ones, under ``root`` (URL -> its group's URL)."""
+    from dedup.decision import wilson_lower
+
+    cands, b = r["cands"], r["cands"][r["best"]]
+    x = dict(b["x"])
+    home = root.get(b["url"], b["url"])
+    group = [c for c in cands if root.get(c["url"], c["url"]) == home]
+    cb = b["scores"]["containment"]
+    floor = max(0.05, GROUP_FLOOR * cb)
+    n_group = sum(c is not b and c["scores"]["containment"] >= floor for c in group)
+    n_other = sum(c not in group and c["scores"]["containment"] >= floor for c in cands)
+    x["group_share"] = n_group / (n_group + n_other + 1)
+    x["group_count"] = math.log2(1 + n_group)
+    x["group_second"] = max((c["x"]["containment_lb"] for c in group if c is not b), default=0.0)
+    x["any_second"] = max((c["x"]["containment_lb"] for c in cands if c is not b), default=0.0)
+    hits = set().union(*(c["hit"] for c in group))
+    cut = max(c["cut"] for c in group)
+    cover = len(hits) / cut if cut else 0.0
+    x["group_union"] = max(x["containment_lb"], wilson_lower(cover, min(cut, r["qtotal"])) if cover > cb else 0.0)
+    return x
+
+
+def _group_vec(x: dict[str, float], names: list[str], what: str) -> list[float]:
+    return [x[what] if n == "containment_lb" and what == "group_union" else x[n] for n in names]
+
+
+def _group_replay(rows: list[dict[str, Any]], model_of, names: list[str], what: str) -> list[tuple]:
+    """Online, as the index would be: each page decided by ``model_of(cluster)`` (weights, bias, threshold's
+    log-odds), its group the one of the page it is flagged against. ``[(flagged, named cluster, lift)]``."""
+    root: dict[str, str] = {}
+    out = []
+    for r in rows:
+        flag, named, lift, url = r["forced"], r["best_cluster"] if r["forced"] else None, None, r["nearest"]
+        if r["decided"]:
+            w, b, lt = model_of(r["cluster"])
+            z = b + float(np.dot(w, _group_vec(_group_x(r, root), names, what)))
+            url = r["cands"][r["best"]]["url"]
+            if what == "best_p":
+                for c in r["cands"]:
+                    zc = b + float(np.dot(w, [c["x"][n] for n in names]))
+                    if zc > z:
+                        z, url = zc, c["url"]
+            lift, flag = z - lt, z >= lt
+            named = next(c["cluster"] for c in r["cands"] if c["url"] == url)
+        if r["kept"]:
+            root[r["url"]] = root.get(url, url) if flag and url else r["url"]
+        out.append((flag, named, lift))
+    return out
+
+
+def _group_recorded(rows: list[dict[str, Any]], names: list[str], what: str) -> list[list[float] | None]:
+    """Each decided row's features under the groups the recorded verdicts (the shipped decision) made."""
+    root: dict[str, str] = {}
+    out = []
+    for r in rows:
+        out.append(_group_vec(_group_x(r, root), names, what) if r["decided"] else None)
+        if r["kept"]:
+            flag = r["forced"] or r["status"] in ("near_duplicate", "duplicate")
+            root[r["url"]] = root.get(r["nearest"], r["nearest"]) if flag and r["nearest"] else r["url"]
+    return out
+
+
+def _group_choose(train: list[tuple], names: list[str], l2: float, negatives: set[str], margin: float) -> tuple:
+    """:func:`choose` on rows with group features: ``train`` is ``[(rows, features, extra)]``, ``extra``
+    for the same-site streams (negatives, not in the F1). Returns (weights, bias, threshold's log-odds)."""
+    x = [v for rows, feats, _ in train for r, v in zip(rows, feats) if r["decided"]]
+    y = [r["best_cluster"] == r["cluster"] for rows, _, _ in train for r in rows if r["decided"]]
+    w, b = fit_logit(np.array(x, dtype=float), np.array(y, dtype=float), l2)
+    forced = ok_forced = relevant = 0
+    z, ok, neg = [], [], []
+    for rows, feats, extra in train:
+        for r, v in zip(rows, feats):
+            zr = b + float(np.dot(w, v)) if r["decided"] else None
+            if (extra or r["cluster"] in negatives) and (r["forced"] or zr is not None):
+                neg.append(99.0 if r["forced"] else zr)
+            if extra:
+                continue
+            relevant += r["had_earlier"]
+            if r["forced"]:
+                forced += 1
+                ok_forced += r["best_cluster"] == r["cluster"]
+            elif zr is not None:
+                z.append(zr)
+                ok.append(r["best_cluster"] == r["cluster"])
+    za, oka, nz = np.array(z), np.array(ok, dtype=bool), np.array(neg)
+    best = None
+    for t in np.round(np.arange(0.02, 0.98, 0.01), 2):
+        lt = float(_logit(np.float64(t)))
+        flagged = za >= lt - 1e-12
+        n_flag, n_ok = forced + int(flagged.sum()), ok_forced + int((flagged & oka).sum())
+        prec, rec = (n_ok / n_flag if n_flag else 1.0), (n_ok / relevant if relevant else 1.0)
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        near = bool((nz > lt - margin - 1e-12).any()) if margin else bool((nz >= lt).any())
+        key = (not near, round(f1, 6), t)
+        if best is None or key > best[0]:
+            best = (key, (w, b, lt))
+    return best[1]
+
+
+def group_cv(what: str, gold_dir: Path, neg_dir: Path, seed: int, train_seeds: list[int], l2: float,
+             margin: float) -> dict[str, Any]:
+    """The leave-cluster-out CV of :func:`cross_validate` (same folds, same training rows: goldset-dev +
+    negatives-dev and same-site seed 2 of each training order) with the what-if ``what`` of :data:`GROUP`.
+    The held-out pages are replayed online (each decided by its fold's model, groups made by those
+    decisions); the training rows' groups are those of the recorded verdicts. Same-site seed 1 is replayed
+    under every fold's model: a page flagged by any counts."""
+    names = list(DEFAULT_FEATURES) + ([what] if what in ("group_share", "group_count", "group_second", "any_second") else [])
+    negatives = {p.name for p in neg_dir.iterdir() if p.is_dir()}
+    load = lambda name, folders, s: _group_rows(calib_data.candidate_rows(name, folders, seed=s))  # noqa: E731
+    gold = load("gold", [gold_dir], seed)
+    mixed = load("gold+neg", [gold_dir, neg_dir], seed)
+    site1 = load("site1", [calib_data.same_site(1)], seed)
+    train = []
+    for s in train_seeds:
+        for name, folders, extra in (("gold+neg", [gold_dir, neg_dir], False), ("site2", [calib_data.same_site(2)], True)):
+            rows = load(name, folders, s)
+            train.append((rows, _group_recorded(rows, names, what), extra))
+    folds = groups(sorted({r["cluster"] for r in mixed} - negatives))
+    for k, c in enumerate(sorted(negatives)):
+        folds[k % len(folds)].append(c)
+    models, fold_of = [], {}
+    for held in folds:
+        out = set(held)
+        sub = [(rows, feats, True) if extra else
+               ([r for r in rows if r["cluster"] not in out], [v for r, v in zip(rows, feats) if r["cluster"] not in out], False)
+               for rows, feats, extra in train]
+        models.append(_group_choose(sub, names, l2, negatives, margin))
+        fold_of.update((c, models[-1]) for c in held)
+    result: dict[str, Any] = {"what": what, "features": names, "seed": seed, "margin": margin}
+    g = _group_replay(gold, fold_of.__getitem__, names, what)
+    flagged = [r for (f, _, _), r in zip(g, gold) if f]
+    correct = sum(f and named == r["cluster"] for (f, named, _), r in zip(g, gold))
+    result["correct"], result["relevant"] = correct, sum(r["had_earlier"] for r in gold)
+    result["precision"] = round(correct / len(flagged), 4) if flagged else 1.0
+    copies = [lift for (f, named, lift), r in zip(g, gold) if f and lift is not None and named == r["cluster"]]
+    result["copy_lowest"] = round(min(copies), 3) if copies else None
+    m = _group_replay(mixed, fold_of.__getitem__, names, what)
+    result["negatives_flagged"] = sum(f for (f, _, _), r in zip(m, mixed) if r["cluster"] in negatives)
+    near = [(lift, _short(r)) for (f, named, lift), r in zip(m, mixed) if lift is not None and named != r["cluster"]
+            and (r["cluster"] in negatives or named in negatives)]
+    result["negatives_highest"] = max(near) if near else None
+    site_flagged, site_high = set(), (-99.0, "")
+    for w, b, lt in models:
+        for k, ((f, _, lift), r) in enumerate(zip(_group_replay(site1, lambda _c: (w, b, lt), names, what), site1)):
+            if f:
+                site_flagged.add(k)
+            if lift is not None and lift > site_high[0]:
+                site_high = (lift, _short(r))
+    result["site_flagged"], result["site_highest"] = len(site_flagged), site_high
+    final = _group_choose(train, names, l2, negatives, margin)
+    result["weights"] = dict(zip(names, (round(float(v), 3) for v in final[0])))
+    result["bias"], result["threshold"] = round(final[1], 3), round(float(1 / (1 + np.exp(-final[2]))), 2)
+    return result
+
+
+def group_report(r: dict[str, Any]) -> None:
+    print(f"--group {r['what']} (seed {r['seed']}, margin {r['margin']}; leave-cluster-out CV, held-out pages "
+          f"replayed online): goldset-dev correct {r['correct']} of {r['relevant']}, precision {r['precision']:.4f}; "
+          f"negatives-dev flagged held out {r['negatives_flagged']}, same-site seed 1 flagged {r['site_flagged']}")
+    neg, site = r["negatives_highest"], r["site_highest"]
+    print(f"  highest distinct pair, log-odds from the fold's threshold: negatives-dev "
+          + (f"{neg[0]:+.3f} ({neg[1]})" if neg else "none") + f", same-site seed 1 {site[0]:+.3f} ({site[1]}); "
+          f"lowest flagged copy {r['copy_lowest']:+.3f}")
+    print(f"  fitted on all: p >= {r['threshold']}; bias {r['bias']}; weights "
+          + ", ".join(f"{k} {v:+.3f}" for k, v in r["weights"].items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--goldset", default=str(DATA / "goldset-dev"))
@@ -343,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="print how close distinct pages and true copies come to the threshold, held out")
     ap.add_argument("--allow-negatives", action="store_true",
                     help="choose the threshold of best training F1 even when it flags training negatives")
+    ap.add_argument("--group", choices=sorted(GROUP), default=None,
+                    help="a what-if reading every candidate of a page, not only the best (issue 31; not with "
+                         "--write): " + "; ".join(f"{k}: {v}" for k, v in GROUP.items()))
     ap.add_argument("--write", action="store_true", help="write dedup/data/decision.json (fitted on all of goldset-dev)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--show", action="store_true", help="list the held-out false positives and misses")
@@ -358,6 +561,18 @@ def main(argv: list[str] | None = None) -> int:
         # the shipped model decides on the candidates of DedupConfig's knn: fitted on others' rows it would not match them
         print("calibrate: --write fits for DedupConfig's knn; leave out --knn (a what-if)", file=sys.stderr)
         return 2
+    if args.group:
+        if args.write or args.knn is not None or args.extractor or args.features != ",".join(DEFAULT_FEATURES):
+            print("calibrate: --group is a what-if on the shipped features and candidates (no --write, --knn, "
+                  "--extractor or --features)", file=sys.stderr)
+            return 2
+        r = group_cv(args.group, gold_dir, neg_dir, args.seed, parse_seeds(args.train_seeds, args.seed), args.l2,
+                     args.margin)
+        if args.json:
+            print(json.dumps(r, indent=1))
+        else:
+            group_report(r)
+        return 0
     kw = {"seed": args.seed, "extractor": args.extractor, "knn": args.knn}
     gold = calib_data.rows("gold", [gold_dir], **kw)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], **kw)

@@ -433,9 +433,11 @@ def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
     append_events(path, [event])
 
 
-def append_events(path: str | os.PathLike, events: Iterable[dict[str, Any]]) -> None:
-    """Append lines (drop lines or events) as :func:`append_event` does, with one write and one fsync."""
-    data = b"".join(json.dumps(e, ensure_ascii=False, default=str).encode("utf-8") + b"\n" for e in events)
+def append_events(path: str | os.PathLike, events: Iterable[dict[str, Any] | bytes]) -> None:
+    """Append lines (drop lines or events) as :func:`append_event` does, with one write and one fsync; an
+    event given as bytes is its JSON already (one line, as a reindex's work folder keeps it)."""
+    data = b"".join((e if isinstance(e, bytes) else json.dumps(e, ensure_ascii=False, default=str).encode("utf-8"))
+                    + b"\n" for e in events)
     if not data:
         return
     fd = os.open(path, os.O_RDWR | os.O_APPEND)

@@ -143,6 +143,9 @@ import os, signal, sys, time
 from index.elastic import reindex_state
 where, k = sys.argv[1], int(sys.argv[2])
 if where == "slow":  # a decision every 0.1 s, so a test can take the server away mid-run
+    # Ctrl-C as a terminal's: a suite started with SIGINT ignored (a background `make test` of a shell without
+    # job control) passes SIG_IGN on, Python then installs no KeyboardInterrupt handler and the run ignores it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     original = reindex_state.WorkState.record
     def slow(self, *a, **kw):
         time.sleep(0.1)
@@ -184,7 +187,9 @@ def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted
     # twelve decisions of a batch of 50, none committed: their records, more than the next run's window
     # (--batch-size 4, + 3) looks at a time, are all orphans it removes
     killed_run("decided", 12, args + ["--batch-size", "50"])
+    assert decided(tmp_path / "checkpoint.work") == 0
     killed_run("sent", 2, args + ["--batch-size", "4"])
+    assert list((tmp_path / "checkpoint.work" / "pending").iterdir())  # the batch the work folder never marked
     killed_run("decided", 9, args + ["--batch-size", "3"])
     assert main(args + ["--batch-size", "7", "--workers", "2", "--json"]) == 0  # features in 2 processes
     got, want = outcome(dest, tmp_path), outcome(*uninterrupted)
@@ -193,7 +198,38 @@ def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted
     lines = read_jsonl(tmp_path / "dropped.jsonl")
     assert len(lines) == len({line["item"]["id"] for line in lines})  # none logged twice
     assert json.loads((tmp_path / "checkpoint.json").read_text())["processed"] == len(ALL_PATHS)
+    assert not list((tmp_path / "checkpoint.work" / "pending").iterdir())  # every payload acknowledged: gone
     assert main(args + ["--check"]) == 0
+
+
+def test_work_folder_payloads_are_named_only_once_committed(tmp_path):
+    """The payloads waiting for the cluster live in files of pending/ (one a batch): a committed decision's
+    are read back as they were written, an uncommitted one's are never named, and a file goes once the
+    cluster has acknowledged all its decisions."""
+    from index.elastic.reindex_state import WorkState
+
+    state = WorkState(tmp_path)
+    for n in range(3):
+        state.record(f"d{n}", status="unique", kept=True, record_id=n + 1, es_record_id=None,
+                     payload=b'{"html":"<p>%d</p>"}' % n, after=[n], commit=False)
+    state.commit()
+    state.record("d3", status="unique", kept=False, record_id=None, es_record_id=None, payload={"drop": "\u00e9"},
+                 after=[3], commit=False)
+    state.close()  # killed before the second batch's commit
+
+    state = WorkState(tmp_path)
+    assert [(sid, payload) for sid, _, _, payload, _ in state.unsent()] == [
+        (f"d{n}", {"html": f"<p>{n}</p>"}) for n in range(3)]
+    assert state.counts()[0] == 3 and state.get("search_after") == [2]
+    assert len(list((tmp_path / "pending").iterdir())) == 2  # the committed batch's file and the killed one's
+    state.record("d3", status="unique", kept=False, record_id=None, es_record_id=None, payload={"drop": "\u00e9"},
+                 after=[3])
+    state.mark_sent(["d0", "d1", "d2"])
+    assert state.unsent_ids() == ["d3"] and [p for *_, p, _ in state.unsent()] == [{"drop": "\u00e9"}]
+    assert len(list((tmp_path / "pending").iterdir())) == 1  # d3's, still to send
+    state.mark_sent(["d3"])
+    state.close()
+    assert not list((tmp_path / "pending").iterdir())
 
 
 def decided(work: Path) -> int:

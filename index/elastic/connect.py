@@ -18,6 +18,8 @@ import time
 from typing import Any, Callable, TypeVar
 from urllib.parse import unquote, urlsplit
 
+from .serialise import client_serializer
+
 __all__ = ["IndexUnavailable", "Retrying", "connect", "parse_uri", "check_index_name", "create_index",
            "RETRY_STATUSES"]
 
@@ -91,6 +93,9 @@ def connect(uri: str, *, api_key: str | None = None, ca_certs: str | None = None
         options["ca_certs"] = ca_certs
     if verify_certs is not None:
         options["verify_certs"] = verify_certs
+    serializer = client_serializer()  # orjson when installed: a reindex's bulk bodies and reads are its JSON
+    if serializer is not None:
+        options["serializer"] = serializer
     return Retrying(Elasticsearch(base, **options), base, retry_seconds=retry_seconds), name
 
 

@@ -45,7 +45,7 @@ class Inspection:
         es, name = self._connect(self.dest_uri)
         try:
             kept, dropped = state.ids(kept=True), state.ids(kept=False)
-            unsent = sum(1 for _ in state.unsent())
+            unsent = len(state.unsent_ids())
             merged: set[str] = set()
             if self.slices > 1:
                 # the final pass may have dropped kept documents of this slice (into its own log), and
@@ -58,7 +58,7 @@ class Inspection:
             record_ids = self._all_ids(es, dedup_name(name))
             want_records = {str(r) for r in kept.values() if r is not None}
             logged, restored = self._log_states()
-            pending = {k for k, *_ in state.unsent()}
+            pending = set(state.unsent_ids())
             report = {
                 "destination": name, "decided": len(kept) + len(dropped) + unsent, "unsent": unsent,
                 "kept": len(kept), "dropped": len(dropped), "restored": len(restored),

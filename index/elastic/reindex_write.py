@@ -5,7 +5,6 @@ log, all in bulk.  One batch is written by a thread of its own while the job dec
 acknowledged it, so a kill at any moment leaves the unacknowledged decisions to be sent again."""
 from __future__ import annotations
 
-import json
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,6 +16,7 @@ from dedup.record import Record
 from .connect import IndexUnavailable, Retrying, describe
 from .reindex_state import WorkState
 from .search import DEDUP_MAPPING
+from .serialise import dumps
 from .slicing import handover_source
 
 __all__ = ["Sink", "MARKER", "EXTRACTED_TEXT", "swap_alias", "payload_json"]
@@ -30,8 +30,9 @@ EXTRACTED_TEXT = "dedup.text"
 
 def payload_json(payload: dict[str, Any]) -> bytes:
     """A decision's payload (the destination's document, or the drop line) as the JSON bytes the work folder
-    keeps and the bulk request sends: serialised once a document (a source page is tens of KB)."""
-    return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")
+    keeps and the bulk request sends: serialised once a document (a source page is tens of KB), with orjson
+    when installed (:mod:`.serialise`)."""
+    return dumps(payload)
 
 
 def swap_alias(es: Retrying, name: str, alias: str) -> None:
@@ -82,7 +83,7 @@ class Sink:
             raise
         self.kept: list[tuple[str, dict[str, Any], Record | None, bytes]] = []
         self.handover: dict[str, str] = {}  # source id -> query features (JSON text), with the kept
-        self.dropped: list[tuple[str, dict[str, Any]]] = []
+        self.dropped: list[tuple[str, dict[str, Any], bytes]] = []  # (source id, drop line, its JSON bytes)
         self.ops: dict[str, dict[str, Any]] = {}  # source id -> what else sending its decision does (updates)
         self.pending_bytes = 0
         self.sent_any = False
@@ -218,7 +219,7 @@ class Sink:
                 self.handover[sid] = handover
                 size += len(handover)
         else:
-            self.dropped.append((sid, payload))
+            self.dropped.append((sid, payload, body))
         self.pending_bytes += size
         if len(self.kept) + len(self.dropped) >= self.job.batch_size or self.pending_bytes >= self.job.bulk_bytes:
             self.flush()
@@ -247,7 +248,8 @@ class Sink:
         self.in_flight = None
         self._sent(*batch, *future.result())
 
-    def _write(self, kept: list[tuple[str, dict[str, Any], Record | None, bytes]], dropped: list[tuple[str, Any]],
+    def _write(self, kept: list[tuple[str, dict[str, Any], Record | None, bytes]],
+               dropped: list[tuple[str, Any, bytes]],
                handover: dict[str, str], ops: dict[str, dict[str, Any]]
                ) -> tuple[list[dict[str, Any]], list[tuple[str, Record]]]:
         """The cluster's writes of one batch (in the writer thread): the kept documents and the deletes of
@@ -261,7 +263,7 @@ class Sink:
         docs = [{"_op_type": "index", "_index": self.name, "_id": sid,
                  "_source": payload if sid in kept_verdict else body} for sid, payload, _, body in kept]
         docs += [{"_op_type": "delete", "_index": self.name, "_id": sid}  # an update dropped it
-                 for sid, _ in dropped if ops.get(sid, {}).get("delete_doc")]
+                 for sid, *_ in dropped if ops.get(sid, {}).get("delete_doc")]
         from .records import record_actions
 
         kept_records = [(sid, r) for sid, _, r, _ in kept if r is not None]
@@ -286,7 +288,7 @@ class Sink:
             self.handover_bytes += sum(len(a["_source"]) for a in handed)
         return conflicts, kept_records
 
-    def _sent(self, kept: list[tuple[str, dict[str, Any], Record | None, bytes]], dropped: list[tuple[str, Any]],
+    def _sent(self, kept: list[tuple[str, dict[str, Any], Record | None, bytes]], dropped: list[tuple[str, Any, bytes]],
               handover: dict[str, str], ops: dict[str, dict[str, Any]], conflicts: list[dict[str, Any]],
               kept_records: list[tuple[str, Record]]) -> None:
         """A batch the cluster acknowledged (in the job's thread, which owns the work folder): contested
@@ -300,9 +302,10 @@ class Sink:
         if dropped or events:
             self.job.dropped_log.parent.mkdir(parents=True, exist_ok=True)
             self.job.dropped_log.touch()
-            append_events(self.job.dropped_log, [line for sid, line in dropped if self.logged is None
+            # a drop line goes as the bytes the work folder kept (serialised once)
+            append_events(self.job.dropped_log, [body for sid, line, body in dropped if self.logged is None
                                                  or (sid, line.get("body")) not in self.logged] + events)
-        self.state.mark_sent([sid for sid, *_ in kept] + [sid for sid, _ in dropped])
+        self.state.mark_sent([sid for sid, *_ in kept] + [sid for sid, *_ in dropped])
         self.job._save_checkpoint(self.state)
         self.sent_any = True
         self.created = []  # the destination holds this run's documents now: never removed
