@@ -10,10 +10,10 @@ vectors and graph, the rest: SQLite's page cache, key maps, the allocator).  RSS
 again after a few hundred queries.  The *rebuild* (vector index from SQLite, when the
 saved vector file is missing or stale) is reported when the build did one.
 
-Options choose the index's configuration: ``--vector-dtype i8`` (centred 1-byte vectors,
-connectivity 14 and expansion_search 256 unless given) is the one within 512 bytes; use
-another ``--cache`` for it (e.g. a folder holding a symlink to the cached ``dedup.sqlite`` and
-a copy of its ``synthetic.json``) so that the cached f16 vector file is not rebuilt.
+Options choose the index's configuration: ``--vector-dtype f16`` (2-byte vectors, connectivity
+16; the default of an index made before i8) against the default centred i8 (within 512 bytes);
+use another ``--cache`` for it (e.g. a folder holding a copy of the cached ``dedup.sqlite`` and
+its ``synthetic.json``) so that the cached vector file is not rebuilt.
 
 Cited by: docs/performance.md.
 """
@@ -40,8 +40,8 @@ FIGURES = [
     ("t5.sqlite_bytes", "  of which SQLite (records and their indexes)", "B/doc"),
 ]
 
-#: the same figures for the ``--vector-dtype i8`` configuration (run.py's ``memory_i8``)
-I8_FIGURES = common.figures_of(FIGURES, "t5.", "t5i8.", "i8 option")
+#: the same figures for the ``--vector-dtype f16`` configuration (run.py's ``memory_f16``)
+F16_FIGURES = common.figures_of(FIGURES, "t5.", "t5f16.", "f16 vectors")
 
 
 def default_cache(seed: int) -> Path:
@@ -148,8 +148,8 @@ def main(argv=None) -> int:
                   [[n, info["insert_s"], info["rebuild_s"]]],
                   note="rebuild: LocalIndex making the vector file from SQLite (missing, stale or other options)")
     res.set("probe", r)
-    if args.vector_dtype == "i8":
-        res.rename("t5.", "t5i8.", ", i8 option")
+    if args.vector_dtype == "f16":
+        res.rename("t5.", "t5f16.", ", f16 vectors")
     res.finish(args.json)
     return 0
 

@@ -5,6 +5,7 @@
     python benchmarks/bench_parts.py probe-sql DIR      # exact keys, simhash tables, record fetch, row insert
     python benchmarks/bench_parts.py probe DIR          # the whole LocalIndex: the above + nearest() + add()
     python benchmarks/bench_parts.py graph DIR 200000 --expansion-add 32   # HNSW connectivity 16, 12, 8
+    python benchmarks/bench_parts.py cosines            # i8's recovered cosines on goldset-dev's signatures
 
 Not in ``make test``: at 10M the rows take ~14 GB of SQLite and ~35 min on 2 shared cores; the f16 vectors
 ~4.5 GB and, at the product's expansion_add, hours (see docs/performance.md).  Where :mod:`synth` makes every record (``compact_arrays`` + ``encode_blob``: ~0.3 ms
@@ -33,6 +34,7 @@ Cited by: docs/performance.md ("Bytes per record", "The index's parts at 10M rec
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sqlite3
 import struct
@@ -148,25 +150,74 @@ def build_sql(path: Path, n: int, seed: int, log=print) -> float:
     return time.perf_counter() - t0
 
 
-def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30) -> dict:
-    """The HNSW search ``LocalIndex.nearest`` makes (20 of a near-copy's signature: a stored one perturbed as
-    :func:`synth.probe` perturbs it), on the index as built so far: time, and recall@20 against usearch's
-    exact search for ``exact`` of them."""
+class Centred:
+    """What an ``i8`` LocalIndex holds beside its vectors (:mod:`index.local.vectors`): the centre m (the mean
+    unit signature of the first CENTRE_SAMPLE records) and each record's m . y and |y|."""
+
+    def __init__(self, first: np.ndarray):
+        from index.local.vectors import CENTRE_SAMPLE
+
+        unit = first / np.linalg.norm(first, axis=1, keepdims=True)
+        self.m = unit[:CENTRE_SAMPLE].mean(axis=0)
+        self.stats = np.full((2, 0), np.nan, dtype=np.float32)
+
+    def rows(self, keys: np.ndarray, sigs: np.ndarray) -> np.ndarray:
+        """The int8 vectors of ``sigs`` (rows), their stats kept under ``keys``."""
+        from index.local.vectors import quantise_i8
+
+        s = np.asarray(sigs, dtype=np.float64)
+        y = s / np.linalg.norm(s, axis=1, keepdims=True) - self.m
+        top = int(keys.max()) + 1
+        if top > self.stats.shape[1]:
+            grown = np.full((2, max(top, self.stats.shape[1] * 5 // 4)), np.nan, dtype=np.float32)
+            grown[:, :self.stats.shape[1]] = self.stats
+            self.stats = grown
+        self.stats[:, keys.astype(np.int64)] = np.stack([y @ self.m, np.linalg.norm(y, axis=1)])
+        return quantise_i8(y)
+
+    def nearest(self, vec, sig: np.ndarray, n: int, exact: bool = False) -> np.ndarray:
+        """``LocalIndex.nearest``'s i8 path: OVERSAMPLE x n by the centred cosine, the best n by the true one."""
+        from index.local.vectors import OVERSAMPLE, centred_cosines, quantise_i8
+
+        q = np.asarray(sig, dtype=np.float64)
+        z = q / np.linalg.norm(q) - self.m
+        ids = np.asarray(vec.search(quantise_i8(z)[0], OVERSAMPLE * n, exact=exact).keys, dtype=np.int64)
+        m_y, y_norm = self.stats[:, ids].astype(np.float64)
+        sims = centred_cosines(vec.get(ids.astype(np.uint64)), z, self.m, m_y, y_norm)
+        return ids[np.lexsort((ids, -sims))[:n]]
+
+
+def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30, sample: tuple | None = None,
+                  centred: Centred | None = None) -> dict:
+    """The search ``LocalIndex.nearest`` makes (20 of a near-copy's signature: a stored one perturbed as
+    :func:`synth.probe` perturbs it), on the index as built so far: time, and recall@20 against the same
+    search made exact (usearch's brute force) for ``exact`` of them.  ``sample``: (ids, signatures) of stored
+    rows to perturb (an i8 index's vectors are centred and scaled: its stored rows are not signatures)."""
     n = len(vec)
     rng = np.random.default_rng([seed, n])
-    ids = rng.integers(1, n + 1, queries).astype(np.uint64)
-    qs = np.asarray(vec.get(ids), dtype=np.float32) * np.exp(0.05 * rng.standard_normal((queries, synth.DIM)))
-    qs = qs.astype(np.float32)
+    if sample is None:
+        ids = rng.integers(1, n + 1, queries).astype(np.uint64)
+        base = np.asarray(vec.get(ids), dtype=np.float32)
+    else:
+        pick = rng.integers(0, len(sample[0]), queries)
+        ids, base = sample[0][pick].astype(np.uint64), sample[1][pick]
+    qs = (base * np.exp(0.05 * rng.standard_normal((queries, synth.DIM)))).astype(np.float32)
+
+    def search(q, exact_=False):
+        if centred is not None:
+            return centred.nearest(vec, q, 20, exact_)
+        return np.asarray(vec.search(q, 20, exact=exact_).keys, dtype=np.int64)
+
     t, got = [], []
     for q in qs:
         a = time.perf_counter()
-        m = vec.search(q, 20)
+        keys = search(q)
         t.append(time.perf_counter() - a)
-        got.append(set(np.asarray(m.keys).tolist()))
+        got.append(set(keys.tolist()))
     a = time.perf_counter()
-    want = vec.search(qs[:exact], 20, exact=True, threads=2)
+    want = [set(search(q, True).tolist()) for q in qs[:exact]]
     exact_s = (time.perf_counter() - a) / exact
-    recall = sum(len(set(want.keys[i].tolist()) & got[i]) for i in range(exact)) / (20 * exact)
+    recall = sum(len(want[i] & got[i]) for i in range(exact)) / (20 * exact)
     return {"vectors": n, "nearest": _pcts(t), "recall20": round(recall, 3),
             "copy_found": round(float(np.mean([int(i) in g for i, g in zip(ids, got)])), 3),
             "exact_search_s": round(exact_s, 2), "memory_usage_B_rec": round(vec.memory_usage / n)}
@@ -174,39 +225,96 @@ def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30) -> dict:
 
 def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint: int = 1_000_000,
                   log=print) -> float:
-    """The vector file over rows 1..n, as LocalIndex would hold it (f16 vectors, the default), probed
-    (:func:`probe_vectors`) every ``checkpoint`` vectors."""
+    """The vector file over rows 1..n, as LocalIndex would hold it (the default scalar type: i8, centred, with
+    its statistics file and centre), probed (:func:`probe_vectors`) every ``checkpoint`` vectors."""
     from usearch.index import Index
 
-    from index.local.records import signature_of_blob
-    from index.local.vectors import DEFAULTS, VECTORS_NAME
+    from index.local.records import encode_blob, signature_of_blob
+    from index.local.vectors import CENTRE_SAMPLE, CENTRED, DEFAULT_VECTOR_DTYPE, DEFAULTS, STATS_FORMAT, \
+        STATS_NAME, VECTORS_NAME
 
-    from index.local.records import encode_blob
-
-    dtype = "f16"  # the default (build-sql's index is a new one, opened without options)
+    dtype = DEFAULT_VECTOR_DTYPE  # build-sql's index is a new one, opened without options
     connectivity, expansion_search = DEFAULTS[dtype]
     vec = Index(ndim=synth.DIM, metric="cos", dtype=dtype, connectivity=connectivity,
                 expansion_search=expansion_search, expansion_add=expansion_add)
     t0 = time.perf_counter()
     first = signature_of_blob(encode_blob(synth._first_record(seed)))  # record 1's, as build-sql stores it
-    vec.add(np.array([1], dtype=np.uint64), first.reshape(1, -1))
+    head = np.vstack([first, _vectors_of(*_signatures(2, BATCH, seed))[:CENTRE_SAMPLE - 1]])
+    centred = Centred(head) if dtype in CENTRED else None
+    add = (lambda k, v: vec.add(k, centred.rows(k, v), threads=2)) if centred else \
+        (lambda k, v: vec.add(k, v, threads=2))
+    add(np.array([1], dtype=np.uint64), first.reshape(1, -1))
+    sample_ids, sample_sigs = [], []
+    rng = np.random.default_rng([seed, 0x51])
     for start in range(2, n + 1, BATCH):
         count = min(BATCH, n + 1 - start)
-        codes, low, step = _signatures(start, count, seed)
-        vec.add(np.arange(start, start + count, dtype=np.uint64), _vectors_of(codes, low, step), threads=2)
+        sigs = _vectors_of(*_signatures(start, count, seed))
+        add(np.arange(start, start + count, dtype=np.uint64), sigs)
+        pick = rng.integers(0, count, 20)
+        sample_ids.append(start + pick)
+        sample_sigs.append(sigs[pick])
         log(f"  {start + count - 1:,} vectors ({time.perf_counter() - t0:.0f} s, {time.process_time():.0f} s CPU)")
         if (start + count - 1) // checkpoint > (start - 1) // checkpoint:
-            log(json.dumps(probe_vectors(vec, seed)), flush=True)
+            sample = (np.concatenate(sample_ids), np.vstack(sample_sigs))
+            log(json.dumps(probe_vectors(vec, seed, sample=sample, centred=centred)), flush=True)
     vec.save(str(path / VECTORS_NAME))
+    meta = [("vectors_count", str(n)), ("vectors_max_id", str(n))]
+    if centred is not None:
+        with open(path / STATS_NAME, "wb") as f:
+            np.savez(f, stats=centred.stats[:, :n + 1], format=np.int64(STATS_FORMAT))
+        text = centred.m.astype("<f8").tobytes().hex()
+        meta += [("vector_centre", text), ("vectors_centre", hashlib.sha1(text.encode("ascii")).hexdigest()[:16])]
     while not (path / "parts.json").exists():  # build-sql, run beside this, still appending rows
         time.sleep(10)
     db = _connect(path)
     count, max_id = db.execute("SELECT count(*), max(id) FROM records").fetchone()
+    assert (count, max_id) == (n, n), (count, max_id)
     with db:
         db.executemany("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       [("vectors_count", str(count)), ("vectors_max_id", str(max_id))])
+                       meta)
     db.close()
     return time.perf_counter() - t0
+
+
+def cosines(goldset: str, step: int = 5) -> dict:
+    """How far the true cosines an i8 index recovers (:func:`index.local.vectors.centred_cosines`) are from the
+    exact ones, on the distinct signatures of goldset-dev + negatives-dev (on their grid, as a record holds them;
+    the centre their first CENTRE_SAMPLE), for every ``step``-th page against all; f16's error beside it, and the
+    gap between a page's 20th and 21st neighbours (the kNN search's tail)."""
+    from dedup.cli.evaluate import load_clusters
+    from dedup.features import Featurizer
+    from dedup.page import parse_page
+    from dedup.record import quantise_signature
+    from index.local.vectors import CENTRE_SAMPLE, centred_cosines, quantise_i8
+
+    fz = Featurizer()
+    sigs = []
+    negatives = Path(goldset).parent / "negatives-dev"
+    paths = [p for _, p in load_clusters(goldset)] + ([p for _, p in load_clusters(negatives)] if negatives.is_dir() else [])
+    for j, path in enumerate(paths):
+        page = parse_page(path.read_bytes(), f"http://eval.invalid/p{j}")
+        s = quantise_signature(np.asarray(fz(page).to_record(page).signature, dtype=np.float64))
+        if np.any(s):
+            sigs.append(s)
+    u = np.unique(np.array(sigs, dtype=np.float64), axis=0)  # an exact copy's record is refused
+    u = u[np.random.default_rng(7).permutation(len(u))]
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    m = u[:CENTRE_SAMPLE].mean(axis=0)
+    y = u - m
+    stored, m_y, y_norm = quantise_i8(y), y @ m, np.linalg.norm(y, axis=1)
+    half = u.astype(np.float16).astype(np.float64)
+    half /= np.linalg.norm(half, axis=1, keepdims=True)
+    err, err16, gaps = [], [], []
+    for j in range(0, len(u), step):
+        exact = u @ u[j]
+        err.append(np.abs(centred_cosines(stored, u[j] - m, m, m_y, y_norm) - exact))
+        err16.append(np.abs(half @ u[j] - exact))
+        top = np.sort(exact)[::-1]
+        gaps.append(top[19] - top[20])
+    e, e16 = np.concatenate(err), np.concatenate(err16)
+    return {"signatures": len(u), "i8_error": f"p50 {np.median(e):.1e}, p99 {np.percentile(e, 99):.1e}, max {e.max():.1e}",
+            "f16_error": f"p50 {np.median(e16):.1e}, max {e16.max():.1e}",
+            "gap_20th_21st": f"p50 {np.median(gaps):.1e}"}
 
 
 def graph_sizes(n: int, seed: int, expansion_add: int, connectivities: list[int]) -> list[dict]:
@@ -344,14 +452,23 @@ def probe(path: Path, queries: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph"))
-    ap.add_argument("dir")
+    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph", "cosines"))
+    ap.add_argument("dir", nargs="?", default=None)
     ap.add_argument("records", nargs="?", type=int, default=10_000_000)
     ap.add_argument("--expansion-add", type=int, default=128, help="usearch's expansion_add of the build (default %(default)s)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--connectivity", default="16,12,8", help="graph: the connectivities compared (default %(default)s)")
     ap.add_argument("--seed", type=int, default=7)
+    common.goldset_arg(ap)
     args = ap.parse_args(argv)
+    if args.command == "cosines":
+        if common.goldset_missing(args.goldset):
+            print(common.goldset_missing(args.goldset))
+            return 0
+        print(json.dumps(cosines(args.goldset), indent=1))
+        return 0
+    if args.dir is None:
+        ap.error(f"{args.command} needs DIR")
     path = Path(args.dir)
     path.mkdir(parents=True, exist_ok=True)
     if args.command == "build-sql":

@@ -14,7 +14,7 @@ One script per target of issue 7, each also runnable alone (``--help``):
             (crawl_es: the same into the noida-db Elasticsearch emulator, one crawl per mode)
   target 6  bench_scaling.py     cost per page and per query, 10k-1M documents
   target 5  bench_memory.py      RAM per document and reopen time at 1M documents
-            (memory_i8: the same index with vector_dtype="i8", its vector files beside the cache)
+            (memory_f16: the same index with vector_dtype="f16", its vector file beside the cache)
 
 Each script runs in its own process (clean RSS; one failing does not stop the others) and
 writes JSON; this runner adds the machine (CPU, cores, RAM, OS, Python, package versions,
@@ -54,7 +54,7 @@ SCRIPTS = [
     ("crawl_es", "bench_crawl.py", 4),  # the same crawls into the noida-db Elasticsearch emulator
     ("scaling", "bench_scaling.py", 6),
     ("memory", "bench_memory.py", 5),
-    ("memory_i8", "bench_memory.py", 5),  # the same index opened with LocalIndex(vector_dtype="i8")
+    ("memory_f16", "bench_memory.py", 5),  # the same index opened with LocalIndex(vector_dtype="f16")
 ]
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "latest.json"
@@ -64,7 +64,7 @@ def expected_figures() -> dict[str, list[tuple[str, str, str]]]:
     """Every figure id each script reports (quick or full), from the scripts' FIGURES lists."""
     import importlib
 
-    other = {"crawl_es": "ES_FIGURES", "memory_i8": "I8_FIGURES"}  # a script run in a second configuration
+    other = {"crawl_es": "ES_FIGURES", "memory_f16": "F16_FIGURES"}  # a script run in a second configuration
     return {name: getattr(importlib.import_module(script[:-3]), other.get(name, "FIGURES"))
             for name, script, _ in SCRIPTS}
 
@@ -87,10 +87,10 @@ class LoadSampler(threading.Thread):
         return {"mean": round(sum(s) / len(s), 2), "max": max(s), "min": min(s), "samples": len(s)}
 
 
-def i8_cache(cache: Path) -> Path:
-    """A folder beside the synthetic index for its i8 vector files, sharing its records (a symlink
+def f16_cache(cache: Path) -> Path:
+    """A folder beside the synthetic index for its f16 vector file, sharing its records (a symlink
     to its SQLite file), so neither configuration's vector file rebuilds the other's."""
-    folder = cache.with_name(cache.name + "-i8")
+    folder = cache.with_name(cache.name + "-f16")
     folder.mkdir(parents=True, exist_ok=True)
     if (cache / "dedup.sqlite").exists() and not (folder / "dedup.sqlite").exists():
         (folder / "dedup.sqlite").symlink_to((cache / "dedup.sqlite").resolve())
@@ -111,10 +111,10 @@ def run_script(name: str, script: str, args: argparse.Namespace, tmp: Path, outp
         cmd += ["--index-uri", args.index_uri]
     if name == "crawl_es":  # one crawl per mode: each is a few minutes through the emulator
         cmd += ["--index-uri", "es-emulator", "--reps", "1"]
-    if name in ("scaling", "memory"):
-        cmd += ["--cache", str(args.cache)]
-    if name == "memory_i8":
-        cmd += ["--cache", str(i8_cache(Path(args.cache))), "--vector-dtype", "i8"]
+    if name in ("scaling", "memory"):  # the default's vectors, also in a cache an older version made with f16
+        cmd += ["--cache", str(args.cache), "--vector-dtype", "i8"]
+    if name == "memory_f16":
+        cmd += ["--cache", str(f16_cache(Path(args.cache))), "--vector-dtype", "f16"]
     if name == "scaling" and "tables" in outputs and outputs["tables"].exists():
         cmd += ["--tables-json", str(outputs["tables"])]
     print(f"\n### {name}: {shlex.join([Path(cmd[0]).name, *cmd[1:]])}", flush=True)

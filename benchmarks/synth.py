@@ -202,7 +202,7 @@ def memory_parts(ix) -> dict[str, int]:
     cache = ix._db.execute("PRAGMA cache_size").fetchone()[0]
     stats = getattr(ix, "_stats", None)  # centred vectors' per-record [m . y, |y|]
     return {"tables": tables, "usearch": usearch, "usearch_vectors": vectors, "usearch_graph": usearch - vectors,
-            "vector_stats": int(stats.nbytes + ix._fine.nbytes) if stats is not None else 0,
+            "vector_stats": int(stats.nbytes) if stats is not None else 0,
             "sqlite_cache_max": -cache * 1024 if cache < 0 else cache * page}
 
 

@@ -44,7 +44,7 @@ def report(tmp_path_factory) -> dict:
 def test_every_declared_figure_is_reported(report):
     declared = declared_figures()
     assert set(declared) == set(report["scripts"]) == {"tables", "pipeline", "datasketch", "throughput", "crawl",
-                                                       "crawl_es", "scaling", "memory", "memory_i8"}
+                                                       "crawl_es", "scaling", "memory", "memory_f16"}
     ids = [f["id"] for f in report["figures"]]
     assert len(ids) == len(set(ids)), "a figure id is reported twice"
     for script, wanted in declared.items():

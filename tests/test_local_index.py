@@ -707,8 +707,10 @@ def test_copy_of_index_directory_opens(tmp_path):
 
 
 def test_i8_vectors_are_centred(tmp_path, monkeypatch):
-    """i8 vectors hold the centred unit signatures once CENTRE_SAMPLE records exist; nearest()
-    still ranks by (and returns) the raw cosine, within the quantisation error, from memory."""
+    """i8 vectors hold the centred unit signatures once CENTRE_SAMPLE records exist, each scaled to a largest
+    component of 127; nearest() still ranks by (and returns) the raw cosine, within the quantisation error,
+    from memory; a statistics file of the first format (fine codes beside usearch's truncated vectors) has
+    every vector added again."""
     import index.local as local
 
     monkeypatch.setattr(local.vectors, "CENTRE_SAMPLE", 60)  # where the vector index reads it
@@ -727,7 +729,9 @@ def test_i8_vectors_are_centred(tmp_path, monkeypatch):
             got = ix.nearest(q, REF, 5, 0.0)
             exact = unit @ (q / np.linalg.norm(q))
             assert got[0][0] == ids[j]
-            assert all(abs(s - exact[ids.index(i)]) < 3e-4 for i, s in got)  # raw i8: ~3e-3
+            assert all(abs(s - exact[ids.index(i)]) < 3e-4 for i, s in got)  # usearch's own cast: ~3e-3
+        stored = np.asarray(ix._vectors.get(np.array(ids, dtype=np.uint64)), dtype=np.int64).reshape(len(ids), -1)
+        assert (np.abs(stored).max(axis=1) == 127).all()
         centre = ix._centre.copy()
     meta = dict(sqlite3.connect(path / "dedup.sqlite").execute("SELECT key, value FROM meta"))
     assert len(meta["vectors_centre"]) == 16 and len(meta["vector_centre"]) == 16 * DIM
@@ -739,7 +743,12 @@ def test_i8_vectors_are_centred(tmp_path, monkeypatch):
     (path / "signatures.stats.npz").unlink()  # lost statistics: the vectors are added again
     with LocalIndex(path, vector_dtype="i8", exact_below=50) as ix:
         assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
-    with LocalIndex(path) as ix:  # f16: rebuilt raw, the centre kept for later
+    with open(path / "signatures.stats.npz", "wb") as f:  # the first format: vectors usearch had truncated
+        np.savez(f, stats=np.zeros((2, 201), np.float32), fine=np.zeros((201, -(-DIM * 2 // 8)), np.uint8))
+    with LocalIndex(path, vector_dtype="i8", exact_below=50) as ix:
+        assert not np.isnan(ix._stats[1, ids]).any() and ix._stats[1, ids].min() > 0  # added again
+        assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
+    with LocalIndex(path, vector_dtype="f16") as ix:  # f16: rebuilt raw, the centre kept for later
         assert ix.check(None)["ok"] and ix.nearest(sigs[3], REF, 1, 0.0)[0][0] == ids[3]
 
 
@@ -867,19 +876,19 @@ def test_schema5_finds_urls_by_their_integer_key(tmp_path):
 
 
 def test_vector_dtype_is_the_index_own(tmp_path):
-    """A new index takes f16 vectors; an index keeps the scalar type it was last opened with (no rebuild of
-    an i8 index opened without the option), and one made before the index kept it is read as f16."""
+    """A new index takes i8 vectors; an index keeps the scalar type it was last opened with (no rebuild of
+    an f16 index opened without the option), and one made before the index kept it is read as f16."""
     rng = np.random.default_rng(23)
     with LocalIndex(tmp_path / "new") as ix:
+        assert (ix.vector_dtype, ix.connectivity, ix.expansion_search) == ("i8", 14, 192)
+    with LocalIndex(tmp_path / "new", vector_dtype="f16") as ix:
         assert (ix.vector_dtype, ix.connectivity, ix.expansion_search) == ("f16", 16, 128)
-    with LocalIndex(tmp_path / "new", vector_dtype="i8") as ix:
-        assert (ix.vector_dtype, ix.connectivity, ix.expansion_search) == ("i8", 14, 256)
         ix.add(make_record(rng, 0))
     saved = (tmp_path / "new" / VECTORS_NAME).read_bytes()
     with LocalIndex(tmp_path / "new") as ix:
-        assert ix.vector_dtype == "i8" and ix.check(None)["ok"]
+        assert ix.vector_dtype == "f16" and ix.check(None)["ok"]
     assert (tmp_path / "new" / VECTORS_NAME).read_bytes() == saved  # not rebuilt
-    with LocalIndex(tmp_path / "new", vector_dtype="f16") as ix:
+    with LocalIndex(tmp_path / "new", vector_dtype="i8") as ix:
         with ix._db:
             ix._db.execute("DELETE FROM meta WHERE key = 'vector_dtype'")  # as an index made before schema 4
     with LocalIndex(tmp_path / "new") as ix:

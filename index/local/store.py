@@ -36,8 +36,8 @@ from . import containment, lock
 from .cache import DEFAULT_SIZE as _CACHE_SIZE, RecordCache
 from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed, \
     url_key
-from .vectors import CENTRED, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, VECTOR_DTYPES, \
-    SignatureVectors
+from .vectors import CENTRED, DEFAULT_VECTOR_DTYPE, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, \
+    VECTOR_DTYPES, SignatureVectors, centred_cosines, quantise_i8
 
 __all__ = ["LocalIndex", "SCHEMA_VERSION", "DEFAULT_K", "DEFAULT_BLOCKS"]
 
@@ -100,10 +100,9 @@ class LocalIndex(SignatureVectors):
     least 10% of its size); ``0`` saves only on flush/close.
     ``vector_dtype`` / ``connectivity`` / ``expansion_search``: scalars, graph degree and
     search breadth of the HNSW index over the signatures; ``vector_dtype=None`` (default) takes
-    the index's own, the one it was last opened with (kept in ``meta``), and ``"f16"`` (16 and
-    128) for a new index or one made before the index kept it; ``"i8"``: centred vectors, 14
-    and 256, within 512 bytes of RAM a record (~170 fewer than f16), every near-copy still found
-    but the tail of the top 20 a little less exact and nearest() ~1.4 ms slower: see
+    the index's own, the one it was last opened with (kept in ``meta``); ``"i8"`` (centred
+    vectors, 14 and 192) for a new index, within 512 bytes of RAM a record; ``"f16"`` (16 and
+    128) for one made before the index kept it, ~170 bytes a record more: see
     docs/performance.md.  A saved vector file made with other values is rebuilt from SQLite on open.
     ``record_cache``: decoded records kept for the next :meth:`get` (:mod:`index.local.cache`;
     ~3.3 KB each, 4,096 by default: ~14 MB at most; ``0`` keeps none).
@@ -199,7 +198,11 @@ class LocalIndex(SignatureVectors):
         expansion_search by scalar type unless given: the measured settings (docs/performance.md)."""
         if vector_dtype is None:
             kept = self._meta().get("vector_dtype")
-            vector_dtype = kept if kept in VECTOR_DTYPES else "f16"
+            if kept in VECTOR_DTYPES:
+                vector_dtype = kept
+            else:  # an index made before it kept its type held f16 vectors
+                made = self._db.execute("SELECT 1 FROM records LIMIT 1").fetchone() is not None
+                vector_dtype = "f16" if made else DEFAULT_VECTOR_DTYPE
         self.vector_dtype = vector_dtype
         self.connectivity = int(_DEFAULTS[vector_dtype][0] if connectivity is None else connectivity)
         self.expansion_search = int(_DEFAULTS[vector_dtype][1] if expansion_search is None else expansion_search)
@@ -259,7 +262,7 @@ class LocalIndex(SignatureVectors):
             if first:
                 self.ref_id, self.dim = record.ref_id, sig.size
                 self._centre = np.zeros(self.dim)
-                self._reset_stats(0)  # the fine codes' width depends on the dimension
+                self._reset_stats(0)
                 self._vectors = self._new_vectors()
             self.tables.add(int(record.simhash) & MASK64, record.id)
             self._add_vectors(np.array([record.id], dtype=np.uint64), sig.reshape(1, -1))
@@ -351,8 +354,9 @@ class LocalIndex(SignatureVectors):
 
         With ``f16``/``f32`` vectors the similarities are the vector index's (error ~3e-5).
         With ``i8`` vectors (centred), the index proposes ``OVERSAMPLE`` x ``n`` candidates
-        by the cosine of the centred signatures; their cosines are recovered (error ~1e-4,
-        docs/performance.md) and the best ``n`` returned (ties by id).  No SQLite reads.
+        by the cosine of the centred signatures; their true cosines are recovered from the
+        stored vectors and two numbers a record (error ~3e-5, docs/performance.md) and the best
+        ``n`` returned (ties by id).  No SQLite reads.
         """
         q = np.asarray(signature, dtype=np.float32).reshape(-1)
         with self._mutex:
@@ -368,23 +372,17 @@ class LocalIndex(SignatureVectors):
                 keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
                 sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
                 return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
-            # q.x for unit q, x and x = m + y: |z| |y| cos(z, y) + m . z + m . y + |m|^2, z = q - m
             m = self._centre
             z = q.astype(np.float64) / np.linalg.norm(q.astype(np.float64)) - m
-            z_norm = float(np.linalg.norm(z))
-            exact = size < self.exact_below
-            matches = self._vectors.search((z if z_norm > 1e-9 else z + m).astype(np.float32),
-                                           min(OVERSAMPLE * (2 if exact else 1) * int(n), size), exact=exact)
+            probe = z if np.linalg.norm(z) > 1e-9 else z + m
+            matches = self._vectors.search(quantise_i8(probe)[0], min(OVERSAMPLE * int(n), size),
+                                           exact=size < self.exact_below)
             ids = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
             if not ids.size:
                 return []
-            # cos(z, y) again: the float query (the index quantised it too) and the stored
-            # vectors with their fine codes (10 bits a dimension: error ~1e-4 against ~3e-3 raw)
-            stored = self._fine_vectors(ids)
-            norms = np.linalg.norm(stored, axis=1) * max(z_norm, 1e-12)
-            cos_zy = np.divide(stored @ z, norms, out=np.zeros(ids.size), where=norms > 0)
+            stored = self._vectors.get(ids.astype(np.uint64))
             m_y, y_norm = self._stats[:, ids].astype(np.float64)
-        sims = np.clip(z_norm * y_norm * cos_zy + float(m @ z) + m_y + float(m @ m), -1.0, 1.0)
+        sims = centred_cosines(stored, z, m, m_y, y_norm)
         order = np.lexsort((ids, -sims))[: int(n)]
         return [(int(ids[i]), float(sims[i])) for i in order.tolist() if sims[i] >= floor]
 
@@ -505,7 +503,7 @@ class LocalIndex(SignatureVectors):
         Counts of records, table entries and vectors; the vector index's keys against the
         record ids (all of them); for ``sample`` random records (all when None), that the
         simhash tables return the record at distance 0 and that its stored vector has
-        cosine >= 0.999 (0.995 for ``i8`` vectors) with its SQLite signature.
+        cosine >= 0.999 with its SQLite signature.
         ``sqlite_integrity`` adds SQLite's ``PRAGMA quick_check`` (reads the whole file).
         """
         with self._mutex:

@@ -2,10 +2,11 @@
 record id, saved to ``signatures.usearch`` (and, for ``i8`` vectors, ``signatures.stats.npz``),
 derived from SQLite and rebuilt or reconciled from it on open.
 
-``i8`` vectors are held centred (the unit signature minus the mean of the first
-:data:`CENTRE_SAMPLE` records) with two float32 numbers and :data:`FINE_BITS` bits per dimension
-of fine codes per record, from which :meth:`LocalIndex.nearest` recovers true cosines.  Why, and
-the measurements behind these choices: ``docs/performance.md`` ("The embedded index").
+``i8`` vectors (the default of a new index) are held centred (the unit signature minus the mean
+of the first :data:`CENTRE_SAMPLE` records), each scaled so that its largest component is 127 and
+rounded (:func:`quantise_i8`), with two float32 numbers a record (``m . y`` and ``|y|``) from which
+:meth:`LocalIndex.nearest` recovers true cosines (:func:`centred_cosines`).  Why, and the
+measurements behind these choices: ``docs/performance.md`` ("The embedded index").
 """
 from __future__ import annotations
 
@@ -19,32 +20,56 @@ import numpy as np
 
 from .records import DB_NAME, signature_of_blob
 
-__all__ = ["SignatureVectors", "VECTORS_NAME", "STATS_NAME", "VECTOR_DTYPES", "CENTRED", "OVERSAMPLE",
-           "CENTRE_SAMPLE", "FINE_BITS"]
+__all__ = ["SignatureVectors", "VECTORS_NAME", "STATS_NAME", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "CENTRED",
+           "OVERSAMPLE", "CENTRE_SAMPLE", "quantise_i8", "centred_cosines"]
 
 log = logging.getLogger("index.local")
 
 VECTORS_NAME = "signatures.usearch"
 VECTOR_DTYPES = ("i8", "f16", "f32")
+DEFAULT_VECTOR_DTYPE = "i8"  # of a new index (one made before the index kept its type is f16)
 #: vector scalars too coarse for the raw signatures: the index holds them centred (the unit
-#: signature minus a fixed mean); nearest() asks it for OVERSAMPLE x n candidates
-#: and ranks them by their true cosines, recovered with two numbers and fine codes a record
+#: signature minus a fixed mean); nearest() asks it for OVERSAMPLE x n candidates (by the centred
+#: cosine, which orders them almost as the true one) and ranks them by their true cosines
 CENTRED = ("i8",)
-OVERSAMPLE = 8  # (twice that in an exact search: cheap there, and small indexes need it most)
+OVERSAMPLE = 4
 #: connectivity and expansion_search by vector scalar type (i8: 14 keeps a node within usearch's
-#: smaller allocation size, ~60 bytes a document less than 16; 256 finds every near-copy at 1M)
-DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 256)}
+#: smaller allocation size, ~60 bytes a document less than 16)
+DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 192)}
 CENTRE_SAMPLE = 1000  # the centre: mean unit signature of the first this many records
-STATS_NAME = "signatures.stats.npz"  # per record id: m . y, |y| and the fine codes of its centred y
-FINE_BITS = 2  # i8 vectors: bits per dimension of the part of y's code that usearch's i8 drops
-# check(): least cosine between a stored (quantised) vector and its signature; i8 keeps >= 0.9987
-STORED_COSINE = {"i8": 0.995, "f16": 0.999, "f32": 0.999}
+STATS_NAME = "signatures.stats.npz"  # per record id: m . y and |y| of its centred y
+STATS_FORMAT = 2  # 1 held fine codes beside vectors usearch had truncated: such files are re-added
+# check(): least cosine between a stored (quantised) vector and its signature
+STORED_COSINE = {"i8": 0.999, "f16": 0.999, "f32": 0.999}
 _VECTOR_BATCH = 50_000  # signatures read and added to the vector index at a time when rebuilding it
 
 
 def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     with open(path, "wb") as f:  # a file object: np.savez would append ".npz" to a name
         np.savez(f, **arrays)
+
+
+def quantise_i8(y: np.ndarray) -> np.ndarray:
+    """Rows of ``y`` as int8 vectors for usearch: each scaled so that its largest component is
+    +-127 and rounded (a cosine does not see the scale).  usearch's own cast of a float vector
+    keeps trunc(127 y / |y|), ~10 levels a component of a 150-d vector: cosines 2e-3 off, more
+    than a near-copy's margin; this keeps them ~3e-5 off, as f16 does."""
+    y = np.asarray(y, dtype=np.float64)
+    y = y.reshape(-1, y.shape[-1])
+    peak = np.abs(y).max(axis=1, keepdims=True)
+    return np.rint(np.divide(127.0 * y, peak, out=np.zeros_like(y), where=peak > 0)).astype(np.int8)
+
+
+def centred_cosines(stored: np.ndarray, z: np.ndarray, m: np.ndarray, m_y: np.ndarray,
+                    y_norm: np.ndarray) -> np.ndarray:
+    """True cosines between a unit query ``q = m + z`` and unit signatures ``x = m + y`` held as
+    ``stored`` (a row each, any scale of y) with their ``m . y`` and ``|y|``:
+    q . x = |z| |y| cos(z, y) + m . z + m . y + |m|^2."""
+    stored = np.asarray(stored, dtype=np.float64).reshape(len(m_y), -1)
+    z_norm = float(np.linalg.norm(z))
+    norms = np.linalg.norm(stored, axis=1) * max(z_norm, 1e-12)
+    cos_zy = np.divide(stored @ z, norms, out=np.zeros(len(stored)), where=norms > 0)
+    return np.clip(z_norm * y_norm * cos_zy + float(m @ z) + m_y + float(m @ m), -1.0, 1.0)
 
 
 def dtype_name(vectors) -> str:
@@ -96,63 +121,36 @@ class SignatureVectors:
         y = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0) - self._centre
         return y.astype(np.float32), np.stack([y @ self._centre, np.linalg.norm(y, axis=1)])
 
-    def _fine_width(self) -> int:
-        return -(-(self.dim or 0) * FINE_BITS // 8)
-
     def _reset_stats(self, size: int) -> None:
-        """Empty per-id arrays for ids < ``size``: ``_stats`` [m . y, |y|] (NaN: unknown) and
-        ``_fine``, FINE_BITS per dimension packed into bytes (see ``_fine_codes``)."""
+        """Empty per-id ``_stats`` [m . y, |y|] for ids < ``size`` (NaN: unknown)."""
         self._stats = np.full((2, size), np.nan, dtype=np.float32)
-        self._fine = np.zeros((size, self._fine_width()), dtype=np.uint8)
 
-    def _set_stats(self, ids: np.ndarray, stats: np.ndarray, fine: np.ndarray) -> None:
+    def _set_stats(self, ids: np.ndarray, stats: np.ndarray) -> None:
         top, have = int(ids.max()) + 1, self._stats.shape[1]
         if top > have:  # grown by a quarter: amortised O(1) per add
-            stats_, fine_ = self._stats, self._fine
+            stats_ = self._stats
             self._reset_stats(max(top, have * 5 // 4))
-            self._stats[:, :have], self._fine[:have] = stats_, fine_
+            self._stats[:, :have] = stats_
         self._stats[:, ids] = stats
-        self._fine[ids] = fine
-
-    def _fine_codes(self, keys: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """What usearch's i8 code of each row of ``y`` lacks: usearch keeps trunc(127 y/|y|),
-        the rest r is in (-1, 1); FINE_BITS of it per dimension, packed (4 to a byte for 2 bits)."""
-        stored = np.asarray(self._vectors.get(keys), dtype=np.float64).reshape(len(keys), -1)
-        y = np.asarray(y, dtype=np.float64)
-        norms = np.linalg.norm(y, axis=1, keepdims=True)
-        rest = np.divide(127 * y, norms, out=np.zeros_like(y), where=norms > 0) - stored
-        levels = 1 << FINE_BITS
-        codes = np.clip(np.floor((rest + 1) * (levels / 2)), 0, levels - 1).astype(np.uint8)
-        per_byte = 8 // FINE_BITS
-        codes = np.pad(codes, ((0, 0), (0, -codes.shape[1] % per_byte)))
-        packed = np.zeros((len(keys), codes.shape[1] // per_byte), dtype=np.uint8)
-        for j in range(per_byte):
-            packed |= codes[:, j::per_byte] << np.uint8(j * FINE_BITS)
-        return packed
-
-    def _fine_vectors(self, ids: np.ndarray) -> np.ndarray:
-        """The stored i8 vectors of ``ids`` with their fine codes added back (x 127, float64)."""
-        stored = np.asarray(self._vectors.get(ids.astype(np.uint64)), dtype=np.float64).reshape(len(ids), -1)
-        packed, per_byte, levels = self._fine[ids], 8 // FINE_BITS, 1 << FINE_BITS
-        codes = np.empty((len(ids), packed.shape[1] * per_byte), dtype=np.uint8)
-        for j in range(per_byte):
-            codes[:, j::per_byte] = (packed >> np.uint8(j * FINE_BITS)) & np.uint8(levels - 1)
-        return stored + (codes[:, :stored.shape[1]] + 0.5) * (2 / levels) - 1
 
     def _load_stats(self, max_id: int) -> None:
-        """The saved stats and fine codes (ids the file does not cover stay NaN: their vectors
-        are added again)."""
+        """The saved stats (ids the file does not cover stay NaN: their vectors are added again, as
+        are all of a file of another format)."""
         self._reset_stats(max_id + 1)
         try:
             with np.load(self.path / STATS_NAME) as saved:
-                stats, fine = saved["stats"], saved["fine"]
+                stats = saved["stats"]
+                fmt = int(saved["format"]) if "format" in saved.files else 1
         except (OSError, ValueError, KeyError) as exc:
             log.warning("cannot read %s (%s): re-adding the vectors it covered", self.path / STATS_NAME, exc)
             return
-        if (stats.ndim == 2 and stats.shape[0] == 2 and stats.dtype == np.float32 and fine.dtype == np.uint8
-                and fine.shape == (stats.shape[1], self._fine_width())):
+        if fmt != STATS_FORMAT:
+            log.warning("%s is of format %d (fine codes beside truncated vectors): re-adding every vector",
+                        self.path / STATS_NAME, fmt)
+            return
+        if stats.ndim == 2 and stats.shape[0] == 2 and stats.dtype == np.float32:
             n = min(stats.shape[1], max_id + 1)
-            self._stats[:, :n], self._fine[:n] = stats[:, :n], fine[:n]
+            self._stats[:, :n] = stats[:, :n]
 
     def _load_vectors(self) -> None:
         if self.ref_id is None:
@@ -245,8 +243,8 @@ class SignatureVectors:
             self._vectors.add(keys, sigs)  # usearch copies the vectors in
             return
         y, stats = self._centre_rows(sigs)
-        self._vectors.add(keys, y)
-        self._set_stats(keys.astype(np.int64), stats, self._fine_codes(keys, y))
+        self._vectors.add(keys, quantise_i8(y))
+        self._set_stats(keys.astype(np.int64), stats)
 
     def _save_vectors(self) -> None:
         """Write the vector index (atomically) and record the SQLite state it covers."""
@@ -254,7 +252,7 @@ class SignatureVectors:
             return
         count, max_id = self._db.execute("SELECT count(*), coalesce(max(id), 0) FROM records").fetchone()
         if self._centred:  # before the vectors: a newer stats file is harmless, an older one is not
-            arrays = {"stats": self._stats[:, :max_id + 1], "fine": self._fine[:max_id + 1]}
+            arrays = {"stats": self._stats[:, :max_id + 1], "format": np.int64(STATS_FORMAT)}
             self._write_atomically(self.path / STATS_NAME, lambda tmp: _save_npz(tmp, arrays))
         self._write_atomically(self.path / VECTORS_NAME, lambda tmp: self._vectors.save(str(tmp)))
         with self._db:
