@@ -4,6 +4,7 @@
     nice python benchmarks/bench_parts.py build-vectors DIR 10000000 [--expansion-add 128]
     python benchmarks/bench_parts.py probe-sql DIR      # exact keys, simhash tables, record fetch, row insert
     python benchmarks/bench_parts.py probe DIR          # the whole LocalIndex: the above + nearest() + add()
+    python benchmarks/bench_parts.py probe-vectors DIR  # the vector files alone: nearest()'s path, HNSW vs exact
     python benchmarks/bench_parts.py graph DIR 200000 --expansion-add 32   # HNSW connectivity 16, 12, 8
     python benchmarks/bench_parts.py cosines            # i8's recovered cosines on goldset-dev's signatures
 
@@ -276,6 +277,49 @@ def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint:
     return time.perf_counter() - t0
 
 
+def probe_vector_file(path: Path, queries: int, seed: int) -> dict:
+    """The i8 vector files ``build-vectors`` saved (no SQLite rows needed): ``nearest()``'s path by HNSW against
+    the same path searched exactly, for ``queries`` near-copies of stored signatures (regenerated from their
+    rows' seeds), and how often each finds the original."""
+    import sqlite3
+
+    from usearch.index import Index
+
+    from index.local.vectors import DEFAULTS, STATS_NAME, VECTORS_NAME
+
+    t = time.perf_counter()
+    vec = Index.restore(str(path / VECTORS_NAME))
+    restore_s = time.perf_counter() - t
+    vec.expansion_search = DEFAULTS["i8"][1]
+    n = len(vec)
+    centred = Centred.__new__(Centred)
+    with np.load(path / STATS_NAME) as saved:
+        centred.stats = saved["stats"]
+    db = sqlite3.connect(path / "dedup.sqlite")
+    centred.m = np.frombuffer(bytes.fromhex(dict(db.execute("SELECT key, value FROM meta"))["vector_centre"]),
+                              dtype="<f8").copy()
+    db.close()
+    rng = np.random.default_rng([seed, 10])
+    ids = np.sort(rng.integers(2, n + 1, queries))
+    sigs = np.empty((queries, synth.DIM), dtype=np.float32)
+    for start in sorted({2 + (i - 2) // BATCH * BATCH for i in ids.tolist()}):  # as build-vectors made them
+        rows = _vectors_of(*_signatures(start, min(BATCH, n + 1 - start), seed))
+        sel = (ids >= start) & (ids < start + BATCH)
+        sigs[sel] = rows[ids[sel] - start]
+    qs = (sigs * np.exp(0.05 * rng.standard_normal(sigs.shape))).astype(np.float32)
+    t, hnsw, exact = [], [], []
+    for q in qs:
+        a = time.perf_counter()
+        hnsw.append(set(centred.nearest(vec, q, 20).tolist()))
+        t.append(time.perf_counter() - a)
+        exact.append(set(centred.nearest(vec, q, 20, exact=True).tolist()))
+    return {"vectors": n, "restore_s": round(restore_s, 1), "nearest": _pcts(t),
+            "recall20_vs_exact": round(sum(len(a & b) for a, b in zip(hnsw, exact)) / (20 * queries), 3),
+            "copy_found": round(float(np.mean([int(i) in h for i, h in zip(ids, hnsw)])), 3),
+            "copy_found_exact": round(float(np.mean([int(i) in e for i, e in zip(ids, exact)])), 3),
+            "memory_usage_B_rec": round(vec.memory_usage / n)}
+
+
 def cosines(goldset: str, step: int = 5) -> dict:
     """How far the true cosines an i8 index recovers (:func:`index.local.vectors.centred_cosines`) are from the
     exact ones, on the distinct signatures of goldset-dev + negatives-dev (on their grid, as a record holds them;
@@ -452,7 +496,7 @@ def probe(path: Path, queries: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "graph", "cosines"))
+    ap.add_argument("command", choices=("build-sql", "build-vectors", "probe-sql", "probe", "probe-vectors", "graph", "cosines"))
     ap.add_argument("dir", nargs="?", default=None)
     ap.add_argument("records", nargs="?", type=int, default=10_000_000)
     ap.add_argument("--expansion-add", type=int, default=128, help="usearch's expansion_add of the build (default %(default)s)")
@@ -480,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vectors: {v:.0f} s (expansion_add {args.expansion_add})")
     elif args.command == "graph":  # DIR unused
         graph_sizes(args.records, args.seed, args.expansion_add, [int(c) for c in args.connectivity.split(",")])
+    elif args.command == "probe-vectors":
+        print(json.dumps(probe_vector_file(path, args.queries, args.seed), indent=1))
     elif args.command == "probe-sql":
         print(json.dumps(probe_sql(path, args.queries, args.seed), indent=1))
     else:
