@@ -355,7 +355,7 @@ class LocalIndex(SignatureVectors):
         With ``f16``/``f32`` vectors the similarities are the vector index's (error ~3e-5).
         With ``i8`` vectors (centred), the index proposes ``OVERSAMPLE`` x ``n`` candidates
         by the cosine of the centred signatures; their true cosines are recovered from the
-        stored vectors and two numbers a record (error ~3e-5, docs/performance.md) and the best
+        stored vectors and two numbers a record (error ~1.9e-4 at p50, docs/performance.md) and the best
         ``n`` returned (ties by id).  No SQLite reads.
         """
         q = np.asarray(signature, dtype=np.float32).reshape(-1)
