@@ -1,10 +1,10 @@
 """The embedded index's parts at 10M records (issue 28 item 4): built in bulk, then each part's query.
 
     nice python benchmarks/bench_parts.py build-sql DIR 10000000 &   # rows, then probe-sql
-    nice python benchmarks/bench_parts.py build-vectors DIR 10000000 [--expansion-add 128]
+    nice python benchmarks/bench_parts.py build-vectors DIR 10000000 [--expansion-add 128] [--vectors-only]
     python benchmarks/bench_parts.py probe-sql DIR      # exact keys, simhash tables, record fetch, row insert
     python benchmarks/bench_parts.py probe DIR          # the whole LocalIndex: the above + nearest() + add()
-    python benchmarks/bench_parts.py probe-vectors DIR  # the vector files alone: nearest()'s path, HNSW vs exact
+    python benchmarks/bench_parts.py probe-vectors DIR [--expansion-search 384,768]  # nearest()'s path, HNSW vs exact
     python benchmarks/bench_parts.py graph DIR 200000 --expansion-add 32   # HNSW connectivity 16, 12, 8
     python benchmarks/bench_parts.py cosines            # i8's recovered cosines on goldset-dev's signatures
 
@@ -225,9 +225,11 @@ def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30, sample: t
 
 
 def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint: int = 1_000_000,
-                  log=print) -> float:
+                  log=print, vectors_only: bool = False) -> float:
     """The vector file over rows 1..n, as LocalIndex would hold it (the default scalar type: i8, centred, with
-    its statistics file and centre), probed (:func:`probe_vectors`) every ``checkpoint`` vectors."""
+    its statistics file and centre), probed (:func:`probe_vectors`) every ``checkpoint`` vectors.
+    ``vectors_only``: no build-sql beside it; the centre goes to ``vectors-meta.json`` (enough for probe-vectors,
+    not for ``probe``), and the two cores are the graph's alone."""
     from usearch.index import Index
 
     from index.local.records import encode_blob, signature_of_blob
@@ -265,6 +267,9 @@ def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint:
             np.savez(f, stats=centred.stats[:, :n + 1], format=np.int64(STATS_FORMAT))
         text = centred.m.astype("<f8").tobytes().hex()
         meta += [("vector_centre", text), ("vectors_centre", hashlib.sha1(text.encode("ascii")).hexdigest()[:16])]
+    if vectors_only:  # no rows: the meta rows go to a file probe-vectors reads
+        (path / "vectors-meta.json").write_text(json.dumps(dict(meta)))
+        return time.perf_counter() - t0
     while not (path / "parts.json").exists():  # build-sql, run beside this, still appending rows
         time.sleep(10)
     db = _connect(path)
@@ -277,10 +282,11 @@ def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint:
     return time.perf_counter() - t0
 
 
-def probe_vector_file(path: Path, queries: int, seed: int) -> dict:
+def probe_vector_file(path: Path, queries: int, seed: int, expansion_searches: list[int] | None = None) -> dict:
     """The i8 vector files ``build-vectors`` saved (no SQLite rows needed): ``nearest()``'s path by HNSW against
     the same path searched exactly, for ``queries`` near-copies of stored signatures (regenerated from their
-    rows' seeds), and how often each finds the original."""
+    rows' seeds), and how often each finds the original; at the product's expansion_search and at each of
+    ``expansion_searches``."""
     import sqlite3
 
     from usearch.index import Index
@@ -290,15 +296,17 @@ def probe_vector_file(path: Path, queries: int, seed: int) -> dict:
     t = time.perf_counter()
     vec = Index.restore(str(path / VECTORS_NAME))
     restore_s = time.perf_counter() - t
-    vec.expansion_search = DEFAULTS["i8"][1]
     n = len(vec)
     centred = Centred.__new__(Centred)
     with np.load(path / STATS_NAME) as saved:
         centred.stats = saved["stats"]
-    db = sqlite3.connect(path / "dedup.sqlite")
-    centred.m = np.frombuffer(bytes.fromhex(dict(db.execute("SELECT key, value FROM meta"))["vector_centre"]),
-                              dtype="<f8").copy()
-    db.close()
+    if (path / "vectors-meta.json").exists():  # build-vectors --vectors-only
+        meta = json.loads((path / "vectors-meta.json").read_text())
+    else:
+        db = sqlite3.connect(path / "dedup.sqlite")
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        db.close()
+    centred.m = np.frombuffer(bytes.fromhex(meta["vector_centre"]), dtype="<f8").copy()
     rng = np.random.default_rng([seed, 10])
     ids = np.sort(rng.integers(2, n + 1, queries))
     sigs = np.empty((queries, synth.DIM), dtype=np.float32)
@@ -307,17 +315,21 @@ def probe_vector_file(path: Path, queries: int, seed: int) -> dict:
         sel = (ids >= start) & (ids < start + BATCH)
         sigs[sel] = rows[ids[sel] - start]
     qs = (sigs * np.exp(0.05 * rng.standard_normal(sigs.shape))).astype(np.float32)
-    t, hnsw, exact = [], [], []
-    for q in qs:
-        a = time.perf_counter()
-        hnsw.append(set(centred.nearest(vec, q, 20).tolist()))
-        t.append(time.perf_counter() - a)
-        exact.append(set(centred.nearest(vec, q, 20, exact=True).tolist()))
-    return {"vectors": n, "restore_s": round(restore_s, 1), "nearest": _pcts(t),
+    exact = [set(centred.nearest(vec, q, 20, exact=True).tolist()) for q in qs]
+    out = {"vectors": n, "restore_s": round(restore_s, 1), "memory_usage_B_rec": round(vec.memory_usage / n),
+           "copy_found_exact": round(float(np.mean([int(i) in e for i, e in zip(ids, exact)])), 3)}
+    for es in [DEFAULTS["i8"][1]] + [e for e in expansion_searches or [] if e != DEFAULTS["i8"][1]]:
+        vec.expansion_search = es
+        t, hnsw = [], []
+        for q in qs:
+            a = time.perf_counter()
+            hnsw.append(set(centred.nearest(vec, q, 20).tolist()))
+            t.append(time.perf_counter() - a)
+        out[f"expansion_search {es}"] = {
+            "nearest": _pcts(t),
             "recall20_vs_exact": round(sum(len(a & b) for a, b in zip(hnsw, exact)) / (20 * queries), 3),
-            "copy_found": round(float(np.mean([int(i) in h for i, h in zip(ids, hnsw)])), 3),
-            "copy_found_exact": round(float(np.mean([int(i) in e for i, e in zip(ids, exact)])), 3),
-            "memory_usage_B_rec": round(vec.memory_usage / n)}
+            "copy_found": round(float(np.mean([int(i) in h for i, h in zip(ids, hnsw)])), 3)}
+    return out
 
 
 def cosines(goldset: str, step: int = 5) -> dict:
@@ -503,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--connectivity", default="16,12,8", help="graph: the connectivities compared (default %(default)s)")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--vectors-only", action="store_true", help="build-vectors without build-sql beside it")
+    ap.add_argument("--expansion-search", default="", help="probe-vectors: wider searches to compare, e.g. 384,768")
     common.goldset_arg(ap)
     args = ap.parse_args(argv)
     if args.command == "cosines":
@@ -520,12 +534,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rows: {s:.0f} s")
         print(json.dumps(probe_sql(path, args.queries, args.seed), indent=1), flush=True)
     elif args.command == "build-vectors":  # beside build-sql (it waits for its rows to write the meta rows)
-        v = build_vectors(path, args.records, args.seed, args.expansion_add)
+        v = build_vectors(path, args.records, args.seed, args.expansion_add, vectors_only=args.vectors_only)
         print(f"vectors: {v:.0f} s (expansion_add {args.expansion_add})")
     elif args.command == "graph":  # DIR unused
         graph_sizes(args.records, args.seed, args.expansion_add, [int(c) for c in args.connectivity.split(",")])
     elif args.command == "probe-vectors":
-        print(json.dumps(probe_vector_file(path, args.queries, args.seed), indent=1))
+        wider = [int(e) for e in args.expansion_search.split(",") if e]
+        print(json.dumps(probe_vector_file(path, args.queries, args.seed, wider), indent=1))
     elif args.command == "probe-sql":
         print(json.dumps(probe_sql(path, args.queries, args.seed), indent=1))
     else:
