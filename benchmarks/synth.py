@@ -18,7 +18,9 @@ same columns, key bytes and blob as the product's), then appended by one ``execu
 row); then the index is opened once, which adds every missing signature to the vector index in
 batches of 50,000 (``LocalIndex``'s own reconciliation: for ``i8`` vectors the centre is fixed from
 the first 1,000 records, as ``add`` fixes it) and saves it: that is the *rebuild*.  The first
-record goes through ``LocalIndex.add`` so the index's metadata is the real thing.
+record goes through ``LocalIndex.add`` so the index's metadata is the real thing.  Each row posts its
+containment keys (``containment.post`` of ``contained_keys``, as ``add`` does) in its batch's transaction;
+a cache made before that has them posted by the next open (``LocalIndex`` refills the table).
 
 **Probing** (in a fresh process, so RSS is this index's alone): RSS before and after
 ``LocalIndex(DIR)`` (the reopen) and what it is made of (permutation tables, usearch
@@ -136,7 +138,8 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
     """Grow the synthetic local index at ``path`` to ``n`` records (a multiple of BATCH, or fewer
     than BATCH); returns the seconds spent inserting and rebuilding the vector index.
     ``options``: LocalIndex keyword arguments (a vector file made with others is rebuilt)."""
-    from index.local import LocalIndex, encode_blob
+    from dedup.store import contained_keys
+    from index.local import LocalIndex, containment, encode_blob
 
     options = options or {}
     path = Path(path)
@@ -146,6 +149,8 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
     out = {"records": n, "insert_s": 0.0, "rebuild_s": 0.0, "added": n - have}
     if have:
         relabel(path, _ref_id(), log)
+        if not json.loads((path / "synthetic.json").read_text()).get("contained"):
+            _refill_contained(path, log)  # a cache made before the rows posted their containment keys
     if have == n:  # opening once rebuilds the vector file if it was made with other options
         vec = path / "signatures.usearch"
         before = vec.stat().st_mtime_ns if vec.exists() else None
@@ -164,10 +169,12 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
         db = ix._db  # bulk rows through the index's own connection (see the module docstring)
         with ix._mutex:
             for start in range(have - have % BATCH, n, BATCH):
-                rows = [ix._row(r, encode_blob(r)) for k, r in enumerate(batch_records(start, seed, ref))
-                        if have <= start + k < n]  # the rows LocalIndex.add writes
+                records = [r for k, r in enumerate(batch_records(start, seed, ref)) if have <= start + k < n]
                 with db:
-                    db.executemany(ix._insert, rows)
+                    db.executemany(ix._insert, [ix._row(r, encode_blob(r)) for r in records])  # add()'s rows
+                    last = db.execute("SELECT max(id) FROM records").fetchone()[0]
+                    for rid, r in zip(range(last - len(records) + 1, last + 1), records):
+                        containment.post(db, rid, contained_keys(r))  # and its containment keys
                 if (start // BATCH) % 10 == 9:
                     log(f"    {start + BATCH:,} records inserted ({time.perf_counter() - t0:.0f} s)")
     finally:
@@ -176,8 +183,24 @@ def build(path: str | Path, n: int, seed: int = 7, log=print, options: dict | No
     t0 = time.perf_counter()
     LocalIndex(path, **options).close()  # adds the missing signatures to the vector index and saves it
     out["rebuild_s"] = time.perf_counter() - t0
-    (path / "synthetic.json").write_text(json.dumps({"records": n, "seed": seed}))
+    (path / "synthetic.json").write_text(json.dumps({"records": n, "seed": seed, "contained": True}))
     return out
+
+
+def _refill_contained(path: Path, log=print) -> None:
+    """Have the next open post every record's containment keys (``LocalIndex`` refills the table of a
+    file whose ``meta`` does not say it holds them), and mark the cache as holding them."""
+    import sqlite3
+
+    from index.local import containment
+
+    log(f"  {path}: its rows' containment keys posted on the next open")
+    db = sqlite3.connect(path / "dedup.sqlite")
+    with db:
+        db.execute("DELETE FROM meta WHERE key = ?", (containment.META_KEY,))
+    db.close()
+    info = json.loads((path / "synthetic.json").read_text())
+    (path / "synthetic.json").write_text(json.dumps({**info, "contained": True}))
 
 
 def disk_bytes(path: Path) -> int:
