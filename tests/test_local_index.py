@@ -895,6 +895,32 @@ def test_vector_dtype_is_the_index_own(tmp_path):
         assert ix.vector_dtype == "f16" and ix.check(None)["ok"]
 
 
+def test_default_search_widens_with_the_index(tmp_path, monkeypatch):
+    """nearest() searches the HNSW graph wider as the index grows (one step of the default every
+    WIDEN_EVERY vectors from twice that, at most MAX_WIDEN x); an expansion_search given is kept."""
+    from index.local import vectors
+
+    assert [vectors.search_width(192, n) for n in (0, 1_000_000, 4_999_999, 5_000_000, 7_500_000, 10_000_000,
+                                                    50_000_000)] == [192, 192, 192, 384, 576, 768, 768]
+    monkeypatch.setattr(vectors, "WIDEN_EVERY", 10)
+    rng = np.random.default_rng(29)
+    records = [make_record(rng, i) for i in range(45)]
+    with LocalIndex(tmp_path / "auto", exact_below=0) as ix:
+        for r in records[:15]:
+            ix.add(r)
+        ix.nearest(records[0].signature, records[0].ref_id, 5, 0.0)
+        assert ix._vectors.expansion_search == 192  # 15 vectors: below 2 x 10
+        for r in records[15:]:
+            ix.add(r)
+        found = ix.nearest(records[0].signature, records[0].ref_id, 5, 0.0)
+        assert ix._vectors.expansion_search == 192 * 4 and found[0][0] == 1  # 45 vectors: 4 steps
+    with LocalIndex(tmp_path / "given", exact_below=0, expansion_search=100) as ix:
+        for r in records:
+            ix.add(r)
+        ix.nearest(records[0].signature, records[0].ref_id, 5, 0.0)
+        assert ix._vectors.expansion_search == 100
+
+
 def test_schema4_rows_hold_key_bytes_and_no_ref_id(tmp_path):
     """A new index stores the featurizer's hex keys as their bytes and the reference text once (meta); keys of
     any other form are kept as text, and every key reads back and is found as it was given."""

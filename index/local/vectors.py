@@ -21,7 +21,7 @@ import numpy as np
 from .records import DB_NAME, signature_of_blob
 
 __all__ = ["SignatureVectors", "VECTORS_NAME", "STATS_NAME", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "CENTRED",
-           "OVERSAMPLE", "CENTRE_SAMPLE", "quantise_i8", "centred_cosines"]
+           "OVERSAMPLE", "CENTRE_SAMPLE", "quantise_i8", "centred_cosines", "search_width"]
 
 log = logging.getLogger("index.local")
 
@@ -36,6 +36,11 @@ OVERSAMPLE = 4
 #: connectivity and expansion_search by vector scalar type (i8: 14 keeps a node within usearch's
 #: smaller allocation size, ~60 bytes a document less than 16)
 DEFAULTS = {"f32": (16, 128), "f16": (16, 128), "i8": (14, 192)}
+#: the default expansion_search widens by one step of itself every WIDEN_EVERY vectors, to at most
+#: MAX_WIDEN x (docs/performance.md, 10M: the default 192 found a near-copy's original 0.89 of the time,
+#: 768 0.97 at 5.1 ms; at 1M 192 missed none); an expansion_search given by the caller is kept as given
+WIDEN_EVERY = 2_500_000
+MAX_WIDEN = 4
 CENTRE_SAMPLE = 1000  # the centre: mean unit signature of the first this many records
 STATS_NAME = "signatures.stats.npz"  # per record id: m . y and |y| of its centred y
 STATS_FORMAT = 2  # 1 held fine codes beside vectors usearch had truncated: such files are re-added
@@ -71,6 +76,12 @@ def centred_cosines(stored: np.ndarray, z: np.ndarray, m: np.ndarray, m_y: np.nd
     norms = np.linalg.norm(stored, axis=1) * max(z_norm, 1e-12)
     cos_zy = np.divide(stored @ z, norms, out=np.zeros(len(stored)), where=norms > 0)
     return np.clip(z_norm * y_norm * cos_zy + float(m @ z) + m_y + float(m @ m), -1.0, 1.0)
+
+
+def search_width(base: int, size: int) -> int:
+    """The default expansion_search of an index of ``size`` vectors: ``base`` below 2 x WIDEN_EVERY, then
+    ``base`` x ``size // WIDEN_EVERY`` up to MAX_WIDEN x (192, 384 at 5M, 576 at 7.5M, 768 from 10M)."""
+    return int(base) * min(MAX_WIDEN, max(1, int(size) // WIDEN_EVERY))
 
 
 def dtype_name(vectors) -> str:
