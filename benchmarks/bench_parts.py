@@ -163,29 +163,23 @@ class Centred:
         self.stats = np.full((2, 0), np.nan, dtype=np.float32)
 
     def rows(self, keys: np.ndarray, sigs: np.ndarray) -> np.ndarray:
-        """The int8 vectors of ``sigs`` (rows), their stats kept under ``keys``."""
-        from index.local.vectors import quantise_i8
+        """The int8 vectors of ``sigs`` (rows), their stats kept under ``keys`` (the index's own centring)."""
+        from index.local.vectors import centre_rows, quantise_i8
 
-        s = np.asarray(sigs, dtype=np.float64)
-        y = s / np.linalg.norm(s, axis=1, keepdims=True) - self.m
+        y, stats = centre_rows(sigs, self.m)
         top = int(keys.max()) + 1
         if top > self.stats.shape[1]:
             grown = np.full((2, max(top, self.stats.shape[1] * 5 // 4)), np.nan, dtype=np.float32)
             grown[:, :self.stats.shape[1]] = self.stats
             self.stats = grown
-        self.stats[:, keys.astype(np.int64)] = np.stack([y @ self.m, np.linalg.norm(y, axis=1)])
+        self.stats[:, keys.astype(np.int64)] = stats
         return quantise_i8(y)
 
     def nearest(self, vec, sig: np.ndarray, n: int, exact: bool = False) -> np.ndarray:
-        """``LocalIndex.nearest``'s i8 path: OVERSAMPLE x n by the centred cosine, the best n by the true one."""
-        from index.local.vectors import OVERSAMPLE, centred_cosines, quantise_i8
+        """``LocalIndex.nearest``'s i8 search (:func:`index.local.vectors.search_centred`): the best n ids."""
+        from index.local.vectors import search_centred
 
-        q = np.asarray(sig, dtype=np.float64)
-        z = q / np.linalg.norm(q) - self.m
-        ids = np.asarray(vec.search(quantise_i8(z)[0], OVERSAMPLE * n, exact=exact).keys, dtype=np.int64)
-        m_y, y_norm = self.stats[:, ids].astype(np.float64)
-        sims = centred_cosines(vec.get(ids.astype(np.uint64)), z, self.m, m_y, y_norm)
-        return ids[np.lexsort((ids, -sims))[:n]]
+        return search_centred(vec, self.stats, self.m, sig, n, exact)[0]
 
 
 def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30, sample: tuple | None = None,

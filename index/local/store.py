@@ -36,8 +36,8 @@ from . import containment, lock
 from .cache import DEFAULT_SIZE as _CACHE_SIZE, RecordCache
 from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed, \
     url_key
-from .vectors import CENTRED, DEFAULT_VECTOR_DTYPE, DEFAULTS as _DEFAULTS, OVERSAMPLE, STORED_COSINE as _STORED_COSINE, \
-    VECTOR_DTYPES, SignatureVectors, centred_cosines, quantise_i8, search_width
+from .vectors import CENTRED, DEFAULT_VECTOR_DTYPE, DEFAULTS as _DEFAULTS, STORED_COSINE as _STORED_COSINE, \
+    VECTOR_DTYPES, SignatureVectors, search_centred, search_width
 
 __all__ = ["LocalIndex", "SCHEMA_VERSION", "DEFAULT_K", "DEFAULT_BLOCKS"]
 
@@ -378,19 +378,8 @@ class LocalIndex(SignatureVectors):
                 keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
                 sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
                 return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]
-            m = self._centre
-            z = q.astype(np.float64) / np.linalg.norm(q.astype(np.float64)) - m
-            probe = z if np.linalg.norm(z) > 1e-9 else z + m
-            matches = self._vectors.search(quantise_i8(probe)[0], min(OVERSAMPLE * int(n), size),
-                                           exact=size < self.exact_below)
-            ids = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
-            if not ids.size:
-                return []
-            stored = self._vectors.get(ids.astype(np.uint64))
-            m_y, y_norm = self._stats[:, ids].astype(np.float64)
-        sims = centred_cosines(stored, z, m, m_y, y_norm)
-        order = np.lexsort((ids, -sims))[: int(n)]
-        return [(int(ids[i]), float(sims[i])) for i in order.tolist() if sims[i] >= floor]
+            ids, sims = search_centred(self._vectors, self._stats, self._centre, q, n, size < self.exact_below)
+        return [(i, s) for i, s in zip(ids.tolist(), sims.tolist()) if s >= floor]
 
     def contained(self, keys: np.ndarray, min_shared: int, n: int) -> list[tuple[int, int]]:
         """Up to ``n`` ``(id, shared keys)`` of the records sharing at least ``min_shared`` of their posted

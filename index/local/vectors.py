@@ -21,7 +21,8 @@ import numpy as np
 from .records import DB_NAME, signature_of_blob
 
 __all__ = ["SignatureVectors", "VECTORS_NAME", "STATS_NAME", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "CENTRED",
-           "OVERSAMPLE", "CENTRE_SAMPLE", "quantise_i8", "centred_cosines", "search_width"]
+           "OVERSAMPLE", "CENTRE_SAMPLE", "quantise_i8", "centred_cosines", "centre_rows",
+           "search_centred", "search_width"]
 
 log = logging.getLogger("index.local")
 
@@ -78,6 +79,33 @@ def centred_cosines(stored: np.ndarray, z: np.ndarray, m: np.ndarray, m_y: np.nd
     return np.clip(z_norm * y_norm * cos_zy + float(m @ z) + m_y + float(m @ m), -1.0, 1.0)
 
 
+def centre_rows(sigs: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centred unit signatures y = s / |s| - ``m`` of the rows of ``sigs`` (float32, for the index) and their
+    [m . y, |y|] (2, rows)."""
+    sigs = np.asarray(sigs, dtype=np.float64).reshape(-1, m.size)
+    norms = np.linalg.norm(sigs, axis=1, keepdims=True)
+    y = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0) - m
+    return y.astype(np.float32), np.stack([y @ m, np.linalg.norm(y, axis=1)])
+
+
+def search_centred(vectors, stats: np.ndarray, m: np.ndarray, q: np.ndarray, n: int,
+                   exact: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``n`` (ids, true cosines) of a centred i8 index for the signature ``q``: OVERSAMPLE x n
+    proposed by the centred cosine, ranked by the true one recovered from the stored vectors and ``stats``
+    ([m . y, |y|] by id); ties by id."""
+    q = np.asarray(q, dtype=np.float64).reshape(-1)
+    z = q / np.linalg.norm(q) - m
+    probe = z if np.linalg.norm(z) > 1e-9 else z + m
+    matches = vectors.search(quantise_i8(probe)[0], min(OVERSAMPLE * int(n), len(vectors)), exact=exact)
+    ids = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+    if not ids.size:
+        return ids, np.zeros(0)
+    m_y, y_norm = stats[:, ids].astype(np.float64)
+    sims = centred_cosines(vectors.get(ids.astype(np.uint64)), z, m, m_y, y_norm)
+    order = np.lexsort((ids, -sims))[: int(n)]
+    return ids[order], sims[order]
+
+
 def search_width(base: int, size: int) -> int:
     """The default expansion_search of an index of ``size`` vectors: ``base`` below 2 x WIDEN_EVERY, then
     ``base`` x ``size // WIDEN_EVERY`` up to MAX_WIDEN x (192, 384 at 5M, 576 at 7.5M, 768 from 10M)."""
@@ -126,12 +154,8 @@ class SignatureVectors:
             self._save_vectors()
 
     def _centre_rows(self, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Centred unit signatures y = s / |s| - m of the rows of ``sigs`` (float32, for the
-        index) and their [m . y, |y|] (2, rows)."""
-        sigs = np.asarray(sigs, dtype=np.float64).reshape(-1, self.dim)
-        norms = np.linalg.norm(sigs, axis=1, keepdims=True)
-        y = np.divide(sigs, norms, out=np.zeros_like(sigs), where=norms > 0) - self._centre
-        return y.astype(np.float32), np.stack([y @ self._centre, np.linalg.norm(y, axis=1)])
+        """:func:`centre_rows` by this index's centre."""
+        return centre_rows(sigs, self._centre)
 
     def _reset_stats(self, size: int) -> None:
         """Empty per-id ``_stats`` [m . y, |y|] for ids < ``size`` (NaN: unknown)."""
