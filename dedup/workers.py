@@ -25,6 +25,7 @@ import itertools
 import json
 import logging
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -100,9 +101,20 @@ class _Worker:
         self.reader.start()
 
     def _read(self) -> None:
+        why = ""
         try:
             while True:
-                seq, ok, payload = self.conn.recv()
+                data = self.conn.recv_bytes()
+                try:
+                    seq, ok, payload = pickle.loads(data)
+                except Exception as exc:  # noqa: BLE001 - e.g. a worker started after the code was upgraded
+                    # an answer that cannot be read names no call: the worker is stopped, its calls fail
+                    # (their callers do the work themselves), instead of this thread dying and them waiting
+                    why = f": its answer could not be read ({type(exc).__name__}: {exc})"
+                    log.error("dedup worker %d (pid %d)%s; stopping it", self.number, self.proc.pid, why)
+                    self.alive = False
+                    self.proc.kill()
+                    break
                 future = self.pending.pop(seq, None)
                 if future is None:
                     continue
@@ -120,7 +132,7 @@ class _Worker:
         for future in list(self.pending.values()):
             if not future.done():
                 future.set_exception(WorkerDied(f"dedup worker {self.number} (pid {self.proc.pid}) exited"
-                                                f"{'' if code is None else f' with code {code}'}"))
+                                                f"{'' if code is None else f' with code {code}'}{why}"))
         self.pending.clear()
 
 

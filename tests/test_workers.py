@@ -47,6 +47,33 @@ def test_errors_come_back_and_a_dead_worker_fails_only_its_calls():
         WorkerPool(0)
 
 
+
+class _Unreadable:
+    """Pickled by a worker, not unpickled by its caller: as a worker started after the code was upgraded."""
+
+    def __reduce__(self):
+        return _refuse, ()
+
+
+def _refuse():
+    raise ValueError("made by another version")
+
+
+def _unreadable():
+    return _Unreadable()
+
+
+def test_an_answer_the_caller_cannot_read_stops_its_worker_not_the_pool():
+    """The reader thread of a worker whose answer failed to unpickle died, and every later call of that
+    worker waited for ever (a reindex hung so, its code edited while it ran): now that worker is stopped
+    and its calls fail (their callers do the work themselves)."""
+    with WorkerPool(2) as pool:
+        lost = pool.submit(_unreadable)
+        with pytest.raises(WorkerDied, match=r"could not be read \(ValueError: made by another version\)"):
+            lost.result(timeout=60)
+        assert pool.size == 1
+        assert pool.submit(len, "abcd").result(timeout=60) == 4  # the other worker carries on
+
 def test_a_process_keeps_what_it_made_once_per_key():
     from dedup.sources import featurizer_for
     from dedup.workers import ProcessState, this_process
