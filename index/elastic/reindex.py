@@ -496,7 +496,7 @@ class Reindex(Inspection):
 
     def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
                   ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
-        return featured(hits, self._page_maker(), decider, workers=self.workers, window=self.read_size)
+        return featured(hits, self._page_maker(), decider, workers=self.workers)
 
     def _read(self, src: Retrying, index: str, after: list[Any] | None) -> Iterator[tuple[dict[str, Any], list[Any]]]:
         """``(hit, sort values)`` in keep-rule order after ``after`` (:func:`.reindex_read.read_sorted`), read one

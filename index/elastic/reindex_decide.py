@@ -5,8 +5,8 @@ by :func:`dedup.sources.features_from_source` (in :class:`dedup.workers.WorkerPo
 the crawl's :class:`~dedup.deduplicator.Deduplicator`'s, against the job's embedded index."""
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator
@@ -74,12 +74,16 @@ class Capture:
 
 
 def featured(hits: Iterator[tuple[dict[str, Any], list[Any]]], make: PageMaker, decider: Deduplicator, *,
-             workers: int = 1, window: int = 1000) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
+             workers: int = 1, ahead: int = 0) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
     """``(hit, sort, page, features or error text)`` in read order: computed here with one
     worker, else by worker processes (:class:`dedup.workers.WorkerPool` running
-    :func:`dedup.sources.features_from_source`, as a crawl's do) one read page ahead of the
-    decisions (which stay here), ``window`` documents a page.  A document a worker failed on is done again here, which
-    reports its error as the one-worker run does."""
+    :func:`dedup.sources.features_from_source`, as a crawl's do) while this process decides the
+    documents before them.  At most ``ahead`` documents (default four a worker) are out with the
+    workers: the oldest is handed on as soon as its features are back, so the deciding and the
+    parsing overlap from the first document to the last (a whole read page sent at once kept this
+    process waiting on the workers' socket for the page, then the workers waiting on it).  A
+    document a worker failed on is done again here, which reports its error as the one-worker run
+    does."""
 
     def here(hit: dict[str, Any]) -> tuple[Page | None, Any]:
         try:
@@ -94,6 +98,7 @@ def featured(hits: Iterator[tuple[dict[str, Any], list[Any]]], make: PageMaker, 
         return
     with WorkerPool(workers) as pool:
         pool.broadcast(prepare, make.config)  # the workers load while the first page is read
+        ahead = ahead or 4 * workers
 
         def ask(hit: dict[str, Any]) -> Any:
             try:
@@ -101,15 +106,18 @@ def featured(hits: Iterator[tuple[dict[str, Any], list[Any]]], make: PageMaker, 
             except Exception:  # every worker has exited, or a hit that is no document: done here
                 return None
 
-        ahead: list[tuple[dict[str, Any], list[Any], Any]] = []
-        while True:
-            batch = [(hit, sort, ask(hit)) for hit, sort in islice(hits, window)]
-            for hit, sort, future in ahead:
-                try:
-                    page, features = here(hit) if future is None else future.result()
-                except WorkerError:  # a bad document (reported as with one worker) or a worker that died
-                    page, features = here(hit)
-                yield hit, sort, page, features
-            if not batch:
-                return
-            ahead = batch
+        def answer(hit: dict[str, Any], future: Any) -> tuple[Page | None, Any]:
+            try:
+                return here(hit) if future is None else future.result()
+            except WorkerError:  # a bad document (reported as with one worker) or a worker that died
+                return here(hit)
+
+        out: deque[tuple[dict[str, Any], list[Any], Any]] = deque()
+        for hit, sort in hits:
+            out.append((hit, sort, ask(hit)))
+            while out and (len(out) > ahead or out[0][2] is None or out[0][2].done()):
+                hit, sort, future = out.popleft()
+                yield hit, sort, *answer(hit, future)
+        while out:
+            hit, sort, future = out.popleft()
+            yield hit, sort, *answer(hit, future)
