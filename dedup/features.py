@@ -28,7 +28,7 @@ from .simhash import chunk_simhashes, simhash
 from .tdw import TermVector, resolve_weights, term_weights
 from .text import Normalizer, tokenize
 
-__all__ = ["Features", "Featurizer", "PageTerms"]
+__all__ = ["Features", "Featurizer", "PageTerms", "SentenceChunks"]
 
 
 class PageTerms:
@@ -60,10 +60,51 @@ class PageTerms:
         return self._sentences
 
 
+class SentenceChunks:
+    """The recipe of a page's chunks (:attr:`Features.chunks`, one simhash per sentence), followed when
+    they are first read: its body's term hashes, split at its sentences, whose terms ``terms`` knows
+    (:attr:`PageTerms.sentences`).  Pickled as the hashes, the sentences and the normaliser's settings, not
+    the normaliser (~180 MB of tables): a worker process hands its features back without making chunks its
+    caller's decision never reads (~0.45 ms a page, 8% of a worker's time), and a process that does read
+    them makes them with a normaliser of those settings, made once (:data:`dedup.workers.this_process`)."""
+
+    __slots__ = ("body_hashes", "terms")
+
+    def __init__(self, body_hashes: np.ndarray, terms: "PageTerms | tuple[list[str], tuple[bool, bool, bool]]"):
+        self.body_hashes, self.terms = body_hashes, terms
+
+    def __call__(self) -> np.ndarray:
+        terms = self.terms
+        if isinstance(terms, PageTerms):
+            sentences = terms.sentences
+        else:  # unpickled: the sentences and the settings of the normaliser that made the hashes
+            lines, settings = terms
+            sentences = [list(filter(None, _normalizer(settings).term_list(tokenize(s)))) for s in lines]
+        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        made = chunk_simhashes(self.body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
+        return made[lengths > 0]
+
+    def __reduce__(self) -> tuple:
+        terms = self.terms
+        if isinstance(terms, PageTerms):
+            norm = terms._normalizer
+            terms = (terms._lines, (norm.word_mapping, norm.stemmer is not None, bool(norm.stopwords)))
+        return SentenceChunks, (self.body_hashes, terms)
+
+
+def _normalizer(settings: tuple[bool, bool, bool]) -> Normalizer:
+    """This process's normaliser of ``(word_mapping, stem, stopwords)``, made once."""
+    from .workers import this_process
+
+    word_mapping, stem, stopwords = settings
+    return this_process.get(("normalizer", settings),
+                            lambda: Normalizer(word_mapping=word_mapping, stem=stem, stopwords=stopwords))
+
+
 class Features:
     """A page's keys, fingerprints and signature. ``chunks`` (one simhash per sentence, seed 003)
-    may be given as a function that makes them: they are made on first use (a record keeps none,
-    so a crawl's check never reads them) or when the features are pickled (to a worker's caller).
+    may be given as a function that makes them (:class:`SentenceChunks`): they are made on first use
+    (a record keeps none, so a crawl's check never reads them); pickled features carry the function.
     ``positions``: one a sketch hash (uint8): where it first occurs in the page's shingle sequence,
     ``index * POSITION_LEVELS // len(sequence)`` (:data:`dedup.record.POSITION_LEVELS`)."""
 
@@ -85,7 +126,8 @@ class Features:
         return self._chunks
 
     def __getstate__(self) -> dict:
-        return {name: getattr(self, "chunks" if name == "_chunks" else name) for name in self.__slots__}
+        # chunks not made yet go as their recipe (SentenceChunks), made where they are read, if ever
+        return {name: getattr(self, name) for name in self.__slots__}
 
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
@@ -155,18 +197,13 @@ class Featurizer:
         shingles, positions = np.frombuffer(sketch, dtype=np.uint64), np.frombuffer(first, dtype=np.uint8)
         tdw = terms.tdw
 
-        def chunks() -> np.ndarray:
-            lengths = np.fromiter(map(len, terms.sentences), dtype=np.int64, count=len(terms.sentences))
-            made = chunk_simhashes(body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
-            return made[lengths > 0]
-
         return Features(
             # a page without main text: its raw body's key (dedup.keys.raw_key), which catches its exact copies
             content_hash=content_hash(page.text) or page.raw_key,
             title_key=title_key(page.title, page.anchor_count),
             tdw=tdw,
             simhash=simhash(tdw.hashes, tdw.weights),
-            chunks=chunks,
+            chunks=SentenceChunks(body_hashes, terms),
             shingles=shingles,  # the bottom-k sketch (simhash.bottom_k)
             shingle_count=distinct,
             signature=self.reference.signature(page.text),
