@@ -14,9 +14,9 @@ table reads the whole corpus and writes what it keeps to a new index:
 * ``datasketch``: the script a user might write instead: ``helpers.scan`` in keep order ->
   resiliparse main text -> word 5-grams -> datasketch ``MinHash(128)`` + ``MinHashLSH(0.3)``
   -> ``helpers.bulk`` of the documents with no candidate (the others are dropped);
-* ``dedup``: ``Reindex(..., keep="oldest")``, as ``dedup reindex`` runs it; ``workers2``: with
-  ``--workers 2``; ``slices``: ``dedup reindex --slices 2 --slice I`` for both I at once, then the
-  final pass (``--merge``).
+* ``dedup``: ``Reindex(..., keep="oldest")``, as ``dedup reindex`` runs it; ``workers1``, ``workers2``:
+  with ``--workers 1`` or ``2`` (worker processes parsing while this one decides); ``slices``:
+  ``dedup reindex --slices 2 --slice I`` for both I at once, then the final pass (``--merge``).
 
 Each row has its wall time, documents per second and the ratio to the plain copy's, the client's
 CPU a document (this process and its children: worker processes, slice processes), the cluster's
@@ -49,7 +49,7 @@ from typing import Any, Callable
 import common
 import reindex_corpus
 
-RUNS = ("plain", "datasketch", "dedup", "workers2", "slices")
+RUNS = ("plain", "datasketch", "dedup", "workers1", "workers2", "slices")
 FIGURES = [("reindex.docs", "documents in the corpus", "docs")]
 
 
@@ -308,8 +308,8 @@ def main(argv=None) -> int:
             elif run == "datasketch":
                 got, m = meter.measure(lambda: datasketch_script(client))
                 drop_indices(client, "script")
-            elif run in ("dedup", "workers2"):
-                w = 1 if run == "dedup" else 2
+            elif run in ("dedup", "workers1", "workers2"):
+                w = 0 if run == "dedup" else int(run[-1])
                 (report, log), m = meter.measure(lambda: dedup_run(base, tmp, w))
                 got = verdicts(client, f"dedup-w{w}", [log])
                 requests = report.requests

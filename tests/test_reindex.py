@@ -474,8 +474,8 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
 
 def test_worker_processes_give_what_this_process_gives(tmp_path):
     """--workers N runs the crawl's worker path (dedup.workers.WorkerPool and
-    dedup.sources.features_from_source), read page by read page: the same pages and features as one
-    process, in read order, and a document a worker fails on reported with the same error."""
+    dedup.sources.features_from_source) in N processes, a few documents ahead of the decisions: the same
+    pages and features as without workers, in read order, and a document a worker fails on reported with the same error."""
     from dedup.deduplicator import DedupConfig, Deduplicator
     from dedup.store import MemoryIndex
     from index.elastic.reindex import Reindex
@@ -496,8 +496,8 @@ def test_worker_processes_give_what_this_process_gives(tmp_path):
                          features.signature.vector.tolist())))
         return out
 
-    one, two = featured(1), featured(2)
-    assert [r[0] for r in two] == [h["_id"] for h, _ in hits] and two == one
+    none, one, two = featured(0), featured(1), featured(2)
+    assert [r[0] for r in two] == [h["_id"] for h, _ in hits] and two == one == none
     assert two[3][2] is None and two[3][3] == "TypeError: HTML of http://a.example/bad must be bytes or str, got int"
 
 

@@ -144,7 +144,7 @@ class Reindex(Inspection):
                  keep: str = "oldest", config: DedupConfig | None = None, dropped_log: str | os.PathLike,
                  checkpoint: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
                  batch_size: int = 500, bulk_bytes: int = 10 << 20, read_size: int = 1000, keep_alive: str = "5m",
-                 workers: int = 1, slices: int = 1, slice_id: int | None = None, merge: bool = False,
+                 workers: int = 0, slices: int = 1, slice_id: int | None = None, merge: bool = False,
                  dry_run: bool = False, force: bool = False, alias: str | None = None, update: bool = False,
                  es_options: dict[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
                  on_decided: Callable[[int], None] | None = None) -> None:
@@ -152,8 +152,8 @@ class Reindex(Inspection):
             raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
         if read_size < 1:
             raise ValueError(f"read_size must be >= 1 (got {read_size})")
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1 (got {workers})")
+        if workers < 0:
+            raise ValueError(f"workers must be >= 0 (got {workers})")
         self.workers = workers
         if slices < 1:
             raise ValueError(f"slices must be >= 1 (got {slices})")
@@ -345,7 +345,7 @@ class Reindex(Inspection):
         capture = Capture(local)
         # with worker processes, this one featurizes only a document a worker failed on (as a crawl's)
         decider = Deduplicator(capture, self.config,
-                               featurizer=LazyFeaturizer(self.config) if self.workers > 1 else None)
+                               featurizer=LazyFeaturizer(self.config) if self.workers else None)
         updating = (state.get("pass") or 1) > 1  # an update: every document is read again
         make = self._page_maker()
         done = report.resumed_from

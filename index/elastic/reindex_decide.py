@@ -1,7 +1,7 @@
 """Deciding a reindex's documents (see :mod:`.reindex` for the whole job), through the crawl's one
 page path: a source document becomes a :class:`dedup.sources.Source`, its page and features are made
 by :func:`dedup.sources.features_from_source` (in :class:`dedup.workers.WorkerPool` processes with
-``--workers N``, as a crawl's are) or by the deciding process's own featurizer, and the decision is
+``--workers N``, as a crawl's are with ``DEDUP_WORKERS``) or by the deciding process's own featurizer, and the decision is
 the crawl's :class:`~dedup.deduplicator.Deduplicator`'s, against the job's embedded index."""
 from __future__ import annotations
 
@@ -74,15 +74,15 @@ class Capture:
 
 
 def featured(hits: Iterator[tuple[dict[str, Any], list[Any]]], make: PageMaker, decider: Deduplicator, *,
-             workers: int = 1, ahead: int = 0) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
-    """``(hit, sort, page, features or error text)`` in read order: computed here with one
-    worker, else by worker processes (:class:`dedup.workers.WorkerPool` running
+             workers: int = 0, ahead: int = 0) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
+    """``(hit, sort, page, features or error text)`` in read order: computed here with no
+    worker, else by ``workers`` worker processes (:class:`dedup.workers.WorkerPool` running
     :func:`dedup.sources.features_from_source`, as a crawl's do) while this process decides the
     documents before them.  At most ``ahead`` documents (default four a worker) are out with the
     workers: the oldest is handed on as soon as its features are back, so the deciding and the
     parsing overlap from the first document to the last (a whole read page sent at once kept this
     process waiting on the workers' socket for the page, then the workers waiting on it).  A
-    document a worker failed on is done again here, which reports its error as the one-worker run
+    document a worker failed on is done again here, which reports its error as a run without workers
     does."""
 
     def here(hit: dict[str, Any]) -> tuple[Page | None, Any]:
@@ -92,7 +92,7 @@ def featured(hits: Iterator[tuple[dict[str, Any], list[Any]]], make: PageMaker, 
         except Exception as exc:  # a bad document is reported and kept, never the end of the job
             return None, f"{type(exc).__name__}: {exc}"
 
-    if workers == 1:
+    if not workers:
         for hit, sort in hits:
             yield hit, sort, *here(hit)
         return

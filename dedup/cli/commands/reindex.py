@@ -135,8 +135,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--work-dir", help="local working state (default reindex-DEST.work beside the checkpoint)")
     p.add_argument("--batch-size", type=int, default=500, help="documents per bulk write (default 500)")
     p.add_argument("--read-size", type=int, default=1000, help="documents per point-in-time read (default 1000)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="processes parsing pages and computing features (default 1; decisions stay in one)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="worker processes parsing pages and computing features while this one decides, as the "
+                        "crawl's DEDUP_WORKERS (default 0: this process parses too)")
     p.add_argument("--slices", type=int, default=1,
                    help="split the source into N slices (sliced point in time) decided by N processes, on one "
                         "or several machines; then run --merge once (default 1)")
