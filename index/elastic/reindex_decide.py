@@ -1,8 +1,9 @@
 """Deciding a reindex's documents (see :mod:`.reindex` for the whole job), through the crawl's one
 page path: a source document becomes a :class:`dedup.sources.Source`, its page and features are made
 by :func:`dedup.sources.features_from_source` (in :class:`dedup.workers.WorkerPool` processes with
-``--workers N``, as a crawl's are with ``DEDUP_WORKERS``) or by the deciding process's own featurizer, and the decision is
-the crawl's :class:`~dedup.deduplicator.Deduplicator`'s, against the job's embedded index."""
+``--workers N``, as a crawl's are with ``DEDUP_WORKERS``) or by the deciding process's own
+featurizer, and the decision is the crawl's :class:`~dedup.deduplicator.Deduplicator`'s, against the
+job's embedded index."""
 from __future__ import annotations
 
 from collections import deque
