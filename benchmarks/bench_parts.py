@@ -203,19 +203,25 @@ def probe_vectors(vec, seed: int, queries: int = 200, exact: int = 30, sample: t
             return centred.nearest(vec, q, 20, exact_)
         return np.asarray(vec.search(q, 20, exact=exact_).keys, dtype=np.int64)
 
-    t, got = [], []
-    for q in qs:
-        a = time.perf_counter()
-        keys = search(q)
-        t.append(time.perf_counter() - a)
-        got.append(set(keys.tolist()))
     a = time.perf_counter()
     want = [set(search(q, True).tolist()) for q in qs[:exact]]
     exact_s = (time.perf_counter() - a) / exact
-    recall = sum(len(want[i] & got[i]) for i in range(exact)) / (20 * exact)
-    return {"vectors": n, "nearest": _pcts(t), "recall20": round(recall, 3),
-            "copy_found": round(float(np.mean([int(i) in g for i, g in zip(ids, got)])), 3),
-            "exact_search_s": round(exact_s, 2), "memory_usage_B_rec": round(vec.memory_usage / n)}
+    return {"vectors": n, **_searched(search, qs, ids, want), "exact_search_s": round(exact_s, 2),
+            "memory_usage_B_rec": round(vec.memory_usage / n)}
+
+
+def _searched(search, qs: np.ndarray, ids: np.ndarray, exact: list[set[int]]) -> dict:
+    """``search(q)`` (20 keys) timed on each near-copy ``qs`` of the rows ``ids``: its latency percentiles, its
+    recall@20 against ``exact`` (the exact search's keys for the first ``len(exact)`` queries) and how often it
+    finds the row the query was made from."""
+    t, got = [], []
+    for q in qs:
+        a = time.perf_counter()
+        got.append(set(search(q).tolist()))
+        t.append(time.perf_counter() - a)
+    recall = sum(len(w & g) for w, g in zip(exact, got)) / (20 * len(exact))
+    return {"nearest": _pcts(t), "recall20": round(recall, 3),
+            "copy_found": round(float(np.mean([int(i) in g for i, g in zip(ids, got)])), 3)}
 
 
 def build_vectors(path: Path, n: int, seed: int, expansion_add: int, checkpoint: int = 1_000_000,
@@ -314,15 +320,7 @@ def probe_vector_file(path: Path, queries: int, seed: int, expansion_searches: l
            "copy_found_exact": round(float(np.mean([int(i) in e for i, e in zip(ids, exact)])), 3)}
     for es in [DEFAULTS["i8"][1]] + [e for e in expansion_searches or [] if e != DEFAULTS["i8"][1]]:
         vec.expansion_search = es
-        t, hnsw = [], []
-        for q in qs:
-            a = time.perf_counter()
-            hnsw.append(set(centred.nearest(vec, q, 20).tolist()))
-            t.append(time.perf_counter() - a)
-        out[f"expansion_search {es}"] = {
-            "nearest": _pcts(t),
-            "recall20_vs_exact": round(sum(len(a & b) for a, b in zip(hnsw, exact)) / (20 * queries), 3),
-            "copy_found": round(float(np.mean([int(i) in h for i, h in zip(ids, hnsw)])), 3)}
+        out[f"expansion_search {es}"] = _searched(lambda q: centred.nearest(vec, q, 20), qs, ids, exact)
     return out
 
 
