@@ -27,7 +27,7 @@ and its accuracy against the corpus's ground truth in keep-oldest order (:func:`
 copies found, distinct documents wrongly dropped or flagged).  Each row's indices are deleted after
 it, so every row meets a cluster holding the corpus alone.  Beside them, the crawl path's CPU a
 document (``features_from_source`` + ``Deduplicator.process`` on the embedded index, the HTML ->
-verdict of a crawl) on the first ``--crawl-sample`` documents, in the same process.  The emulator
+verdict of a crawl) on every document (or the first ``--crawl-sample``), in the same process.  The emulator
 is not Elasticsearch: its timings are not a cluster's, the ratios on one machine are what this says.
 
 Cited by: docs/elasticsearch.md ("Throughput"), docs/performance.md, README.md.
@@ -261,7 +261,8 @@ def main(argv=None) -> int:
     p.add_argument("--docs", type=int, default=10_000, help="documents in the corpus (default 10,000)")
     p.add_argument("--runs", default=",".join(RUNS), help=f"comma list of rows (default all: {','.join(RUNS)})")
     p.add_argument("--slices", type=int, default=2, help="slices of the `slices` row (default 2)")
-    p.add_argument("--crawl-sample", type=int, default=2000, help="documents the crawl path is timed on (2,000)")
+    p.add_argument("--crawl-sample", type=int, help="documents the crawl path is timed on (default all: its index "
+                                                     "grows as the reindex's does)")
     p.add_argument("--es-url", help="a cluster to use instead of starting the emulator")
     p.add_argument("--without-handover", action="store_true",
                    help="slices row: delete the slices' hand-over before --merge, which then parses again")
@@ -295,7 +296,7 @@ def main(argv=None) -> int:
         res.figure("reindex.docs", "documents in the corpus", n, "docs",
                    note=f"goldset-dev and negatives-dev pages, distinct pages made from them, exact and edited "
                         f"copies; {size / 1000:.0f} KB of HTML a document")
-        crawl_docs = docs[:min(args.crawl_sample, n)]
+        crawl_docs = docs[:min(args.crawl_sample or n, n)]
         crawl = crawl_path_cpu(crawl_docs, tmp)
         res.figure("reindex.crawl_cpu_ms", "crawl path CPU a document (HTML -> verdict, embedded index)",
                    crawl * 1000, "ms", note=f"{len(crawl_docs)} documents; load {common.loadavg():.1f}")
