@@ -26,7 +26,7 @@ from .page import Page
 from .record import Record, compact_arrays
 from .simhash import chunk_simhashes, simhash
 from .tdw import TermVector, resolve_weights, term_weights
-from .text import Normalizer, tokenize
+from .text import Normalizer, normalizer_of, tokenize
 
 __all__ = ["Features", "Featurizer", "PageTerms", "SentenceChunks"]
 
@@ -55,50 +55,33 @@ class PageTerms:
     def sentences(self) -> list[list[str]]:
         """The terms of each sentence of the main text (together, ``body``)."""
         if self._sentences is None:
-            terms = self._normalizer.term_list
-            self._sentences = [list(filter(None, terms(tokenize(s)))) for s in self._lines]
+            self._sentences = self._normalizer.sentence_terms(self._lines)
         return self._sentences
 
 
 class SentenceChunks:
     """The recipe of a page's chunks (:attr:`Features.chunks`, one simhash per sentence), followed when
-    they are first read: its body's term hashes, split at its sentences, whose terms ``terms`` knows
-    (:attr:`PageTerms.sentences`).  Pickled as the hashes, the sentences and the normaliser's settings, not
-    the normaliser (~180 MB of tables): a worker process hands its features back without making chunks its
-    caller's decision never reads (~0.45 ms a page, 8% of a worker's time), and a process that does read
-    them makes them with a normaliser of those settings, made once (:data:`dedup.workers.this_process`)."""
+    they are first read: its body's term hashes, split at its sentences (``lines``) by the terms the
+    normaliser gives each.  Pickled with the normaliser's settings, not the normaliser (~180 MB of tables): a
+    worker process hands its features back without making chunks its caller's decision never reads (~0.45 ms
+    a page, 8% of a worker's time), and a process that does read them makes them with a normaliser of those
+    settings, made once (:func:`dedup.text.normalizer_of`)."""
 
-    __slots__ = ("body_hashes", "terms")
+    __slots__ = ("body_hashes", "lines", "normalizer")
 
-    def __init__(self, body_hashes: np.ndarray, terms: "PageTerms | tuple[list[str], tuple[bool, bool, bool]]"):
-        self.body_hashes, self.terms = body_hashes, terms
+    def __init__(self, body_hashes: np.ndarray, lines: list[str],
+                 normalizer: Normalizer | tuple[bool, bool, bool]) -> None:
+        self.body_hashes, self.lines, self.normalizer = body_hashes, lines, normalizer
 
     def __call__(self) -> np.ndarray:
-        terms = self.terms
-        if isinstance(terms, PageTerms):
-            sentences = terms.sentences
-        else:  # unpickled: the sentences and the settings of the normaliser that made the hashes
-            lines, settings = terms
-            sentences = [list(filter(None, _normalizer(settings).term_list(tokenize(s)))) for s in lines]
-        lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        norm = self.normalizer if isinstance(self.normalizer, Normalizer) else normalizer_of(self.normalizer)
+        lengths = np.fromiter(map(len, norm.sentence_terms(self.lines)), dtype=np.int64, count=len(self.lines))
         made = chunk_simhashes(self.body_hashes, np.repeat(np.arange(lengths.size), lengths), lengths.size)
         return made[lengths > 0]
 
     def __reduce__(self) -> tuple:
-        terms = self.terms
-        if isinstance(terms, PageTerms):
-            norm = terms._normalizer
-            terms = (terms._lines, (norm.word_mapping, norm.stemmer is not None, bool(norm.stopwords)))
-        return SentenceChunks, (self.body_hashes, terms)
-
-
-def _normalizer(settings: tuple[bool, bool, bool]) -> Normalizer:
-    """This process's normaliser of ``(word_mapping, stem, stopwords)``, made once."""
-    from .workers import this_process
-
-    word_mapping, stem, stopwords = settings
-    return this_process.get(("normalizer", settings),
-                            lambda: Normalizer(word_mapping=word_mapping, stem=stem, stopwords=stopwords))
+        norm = self.normalizer
+        return SentenceChunks, (self.body_hashes, self.lines, norm.settings if isinstance(norm, Normalizer) else norm)
 
 
 class Features:
@@ -203,7 +186,7 @@ class Featurizer:
             title_key=title_key(page.title, page.anchor_count),
             tdw=tdw,
             simhash=simhash(tdw.hashes, tdw.weights),
-            chunks=SentenceChunks(body_hashes, terms),
+            chunks=SentenceChunks(body_hashes, terms._lines, terms._normalizer),
             shingles=shingles,  # the bottom-k sketch (simhash.bottom_k)
             shingle_count=distinct,
             signature=self.reference.signature(page.text),

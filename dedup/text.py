@@ -423,6 +423,14 @@ class _PorterStemmer:
         return self._nltk(word) if "a" <= lowered[-1:] <= "z" else lowered
 
 
+def normalizer_of(settings: tuple[bool, bool, bool]) -> "Normalizer":
+    """This process's :class:`Normalizer` of ``settings`` (:attr:`Normalizer.settings`), made once (kept by
+    :data:`~dedup.workers.this_process`)."""
+    word_mapping, stem, stopwords = settings
+    return this_process.get(("normalizer", tuple(settings)),
+                            lambda: Normalizer(word_mapping=word_mapping, stem=stem, stopwords=stopwords))
+
+
 class Normalizer:
     """Stop-word removal, word mapping and Porter stemming, with a per-instance cache.
 
@@ -444,6 +452,15 @@ class Normalizer:
     @property
     def word_mapping(self) -> bool:
         return self.wordnet is not None
+
+    @property
+    def settings(self) -> tuple[bool, bool, bool]:
+        """``(word_mapping, stem, stopwords)``: what makes a normaliser of the same terms (:func:`normalizer_of`)."""
+        return self.word_mapping, self.stemmer is not None, bool(self.stopwords)
+
+    def sentence_terms(self, lines: list[str]) -> list[list[str]]:
+        """The terms of each of ``lines``, stop words left out."""
+        return [list(filter(None, self.term_list(tokenize(s)))) for s in lines]
 
     @staticmethod
     def _stopwords() -> list[str]:

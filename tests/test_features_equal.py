@@ -125,7 +125,7 @@ def test_features_pickle_the_recipe_of_their_chunks_not_the_chunks():
     f = Featurizer()(page)
     g = pickle.loads(pickle.dumps(f))
     assert isinstance(f._chunks, SentenceChunks) and isinstance(g._chunks, SentenceChunks)  # none made
-    assert g._chunks.terms[1] == (f._chunks.terms._normalizer.word_mapping, True, True)
+    assert g._chunks.normalizer == f._chunks.normalizer.settings == (f._chunks.normalizer.word_mapping, True, True)
     assert g.chunks.size and np.array_equal(g.chunks, f.chunks)
     h = pickle.loads(pickle.dumps(f))  # made ones go as they are
     assert not callable(h._chunks) and np.array_equal(h.chunks, f.chunks)

@@ -472,7 +472,7 @@ def test_progress_bar_starts_at_the_resumed_count(monkeypatch):
     assert "7000/10000" in err.getvalue() and " 7000/10000 [00:00<?, ?doc/s]" in err.getvalue()
 
 
-def test_worker_processes_give_what_this_process_gives(tmp_path):
+def test_worker_processes_give_what_this_process_gives(tmp_path, monkeypatch):
     """--workers N runs the crawl's worker path (dedup.workers.WorkerPool and
     dedup.sources.features_from_source) in N processes, a few documents ahead of the decisions: the same
     pages and features as without workers, in read order, and a document a worker fails on reported with the same error."""
@@ -496,10 +496,45 @@ def test_worker_processes_give_what_this_process_gives(tmp_path):
                          features.signature.vector.tolist())))
         return out
 
+    import index.elastic.reindex_decide as decide
+
+    pools: list[int] = []
+
+    class Counted(decide.WorkerPool):
+        def __init__(self, workers: int) -> None:
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(decide, "WorkerPool", Counted)
     none, one, two = featured(0), featured(1), featured(2)
+    assert pools == [1, 2]  # --workers N: N worker processes; 0: none
     assert [r[0] for r in two] == [h["_id"] for h, _ in hits] and two == one == none
     assert two[3][2] is None and two[3][3] == "TypeError: HTML of http://a.example/bad must be bytes or str, got int"
 
+
+
+def test_worker_processes_get_a_few_documents_ahead_not_a_read_page():
+    """The first decision is handed on once the worker has it, with at most four documents a worker read
+    ahead of it: sending a whole read page first kept the deciding process waiting on the workers' socket
+    until they had parsed most of it (parsing and deciding did not overlap)."""
+    from dedup.deduplicator import DedupConfig, Deduplicator
+    from dedup.store import MemoryIndex
+    from index.elastic.reindex_decide import PageMaker, featured
+
+    story = ("<html><head><title>Ferry {0}</title></head><body><article><p>The evening ferry {0} stops."
+             "</p></article></body></html>")
+    read = []
+
+    def hits():
+        for i in range(40):
+            read.append(i)
+            yield {"_id": str(i), "_source": {"url": f"http://a.example/{i}", "html": story.format(i)}}, [i]
+
+    make = PageMaker("url", "html", None, None, DedupConfig())
+    out = featured(hits(), make, Deduplicator(MemoryIndex(), DedupConfig()), workers=1)
+    first = next(out)
+    assert first[0]["_id"] == "0" and first[2] is not None and len(read) <= 5
+    assert [r[0]["_id"] for r in out] == [str(i) for i in range(1, 40)]
 
 def test_progress_lines_time_the_rate_from_the_first_decision(monkeypatch, capsys):
     """Without a terminal, the rate and ETA are measured from the first decided document: the start-up

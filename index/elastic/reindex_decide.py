@@ -107,18 +107,17 @@ def featured(hits: Iterator[tuple[dict[str, Any], list[Any]]], make: PageMaker, 
             except Exception:  # every worker has exited, or a hit that is no document: done here
                 return None
 
-        def answer(hit: dict[str, Any], future: Any) -> tuple[Page | None, Any]:
+        def answer(hit: dict[str, Any], sort: list[Any], future: Any
+                   ) -> tuple[dict[str, Any], list[Any], Page | None, Any]:
             try:
-                return here(hit) if future is None else future.result()
-            except WorkerError:  # a bad document (reported as with one worker) or a worker that died
-                return here(hit)
+                return hit, sort, *(here(hit) if future is None else future.result())
+            except WorkerError:  # a bad document (reported as without workers) or a worker that died
+                return hit, sort, *here(hit)
 
         out: deque[tuple[dict[str, Any], list[Any], Any]] = deque()
         for hit, sort in hits:
             out.append((hit, sort, ask(hit)))
             while out and (len(out) > ahead or out[0][2] is None or out[0][2].done()):
-                hit, sort, future = out.popleft()
-                yield hit, sort, *answer(hit, future)
+                yield answer(*out.popleft())
         while out:
-            hit, sort, future = out.popleft()
-            yield hit, sort, *answer(hit, future)
+            yield answer(*out.popleft())
