@@ -624,3 +624,12 @@ def test_source_key_is_the_sources_content_not_its_order():
     for other in ({**doc, "crawled": "1700000000"}, {**doc, "tags": ["ab"]}, {**doc, "tags": ["a", "b", None]},
                   {**doc, "html": doc["html"] + " "}, {k: v for k, v in doc.items() if k != "tags"}):
         assert source_key(other) != key
+    # the HTML's bytes made once for the body key too: the same key; bytes of another string are not used
+    from dedup.sources import Source, body_key
+
+    source = Source(url=doc["url"], html=doc["html"])
+    data = source.body()
+    assert source_key(doc, (doc["html"], data)) == key and body_key(data) == source.body_key
+    equal = doc["html"][:10] + doc["html"][10:]
+    assert equal == doc["html"] and equal is not doc["html"]
+    assert source_key(doc, (equal, b"other")) == key  # bytes given for another object than the source's

@@ -73,7 +73,7 @@ from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
 from dedup.droplog import drop_line
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
-from dedup.sources import LazyFeaturizer
+from dedup.sources import LazyFeaturizer, body_key
 
 from .connect import Retrying, connect
 from .reindex_check import Inspection
@@ -367,10 +367,12 @@ class Reindex(Inspection):
                 row = state.doc(sid)
                 if row is not None and row[4] is None and not updating:
                     continue  # read again after a resume: decided before (by a version keeping no keys)
-                skey = source_key(hit["_source"])
+                source = make.source(hit)
+                data = source.body()  # the HTML's UTF-8, made once for both keys
+                skey = source_key(hit["_source"], (source.html, data))
                 same = row is not None and row[5] is not None and row[5] == (
                     skey if len(row[5]) != 16 else legacy_source_key(hit["_source"]))  # 16: an earlier version's
-                body = None if same else make.source(hit).body_key
+                body = None if same else body_key(data)
                 if row is not None and row[4] is None and not row[1] and logged_source(sid) == skey:
                     # dropped by a version keeping no keys: its drop line holds the _source it was decided on
                     state.set_keys(sid, source_key=skey, body=body)

@@ -21,33 +21,34 @@ T = TypeVar("T")
 KEEP_RULES = ("oldest", "newest", "field:NAME[:asc|desc]")
 
 
-def source_key(source: dict[str, Any]) -> str:
+def source_key(source: dict[str, Any], encoded: tuple[str, bytes] | None = None) -> str:
     """A 128-bit hash of a source document's whole ``_source`` (32 hex digits): an update skips a document
     whose key is the one it was decided with.  The strings are hashed as their UTF-8 bytes, each after its
     type and length (no JSON of a page's tens of KB of HTML: it cost ~0.5 ms a document); a key of 16 hex
-    digits was made by an earlier version (:func:`legacy_source_key`)."""
+    digits was made by an earlier version (:func:`legacy_source_key`).  ``encoded``: a string of the
+    source (that very object) and its UTF-8 bytes, made already (the HTML, whose body key needs them too)."""
     import xxhash
 
     h = xxhash.xxh3_128()
-    _feed(h, source)
+    _feed(h, source, encoded)
     return h.hexdigest()
 
 
-def _feed(h: Any, value: Any) -> None:
+def _feed(h: Any, value: Any, encoded: tuple[str, bytes] | None = None) -> None:
     """``value`` into the hash ``h``, unambiguously: a type tag, a length, then the content."""
     if isinstance(value, str):
-        data = value.encode("utf-8", "surrogatepass")
+        data = encoded[1] if encoded is not None and value is encoded[0] else value.encode("utf-8", "surrogatepass")
         h.update(b"s%d:" % len(data))
         h.update(data)
     elif isinstance(value, dict):
         h.update(b"d%d:" % len(value))
         for key in sorted(value, key=str):
             _feed(h, str(key))
-            _feed(h, value[key])
+            _feed(h, value[key], encoded)
     elif isinstance(value, (list, tuple)):
         h.update(b"l%d:" % len(value))
         for item in value:
-            _feed(h, item)
+            _feed(h, item, encoded)
     else:  # numbers, booleans, null: their JSON text
         data = json.dumps(value, default=str).encode("utf-8")
         h.update(b"j%d:" % len(data))
