@@ -27,7 +27,9 @@ and its accuracy against the corpus's ground truth in keep-oldest order (:func:`
 copies found, distinct documents wrongly dropped or flagged).  Each row's indices are deleted after
 it, so every row meets a cluster holding the corpus alone.  Beside them, the crawl path's CPU a
 document (``features_from_source`` + ``Deduplicator.process`` on the embedded index, the HTML ->
-verdict of a crawl) on every document (or the first ``--crawl-sample``), in the same process.  The emulator
+verdict of a crawl) on every document (or the first ``--crawl-sample``), in the same process, timed again just
+before each deciding row (a row's client CPU is compared with the reference taken beside it; the copy's
+and the script's with their mean: one reference taken once moved 5.4-6.6 ms between runs).  The emulator
 is not Elasticsearch: its timings are not a cluster's, the ratios on one machine are what this says.
 
 Cited by: docs/elasticsearch.md ("Throughput"), docs/performance.md, README.md.
@@ -236,14 +238,15 @@ def verdicts(client: Any, index: str, logs: list[Path]) -> dict[str, tuple[str, 
     return out
 
 
-def crawl_path_cpu(docs: list[dict[str, Any]], tmp: Path) -> float:
-    """CPU seconds a document of the crawl's HTML -> verdict (page, features, decision on the embedded index)."""
+def crawl_path_cpu(docs: list[dict[str, Any]], folder: Path) -> float:
+    """CPU seconds a document of the crawl's HTML -> verdict (page, features, decision on a new embedded index
+    in ``folder``)."""
     from dedup.deduplicator import DedupConfig, Deduplicator
     from dedup.sources import Source, features_from_source
     from index.local import LocalIndex
 
     config = DedupConfig()
-    index = LocalIndex(tmp / "crawl-index", k=config.max_distance, blocks=config.blocks)
+    index = LocalIndex(folder, k=config.max_distance, blocks=config.blocks)
     try:
         decider = Deduplicator(index, config)
         features_from_source(Source(url="http://warm.invalid/", html=docs[0]["html"]), config)  # loads the tables
@@ -297,12 +300,13 @@ def main(argv=None) -> int:
                    note=f"goldset-dev and negatives-dev pages, distinct pages made from them, exact and edited "
                         f"copies; {size / 1000:.0f} KB of HTML a document")
         crawl_docs = docs[:min(args.crawl_sample or n, n)]
-        crawl = crawl_path_cpu(crawl_docs, tmp)
-        res.figure("reindex.crawl_cpu_ms", "crawl path CPU a document (HTML -> verdict, embedded index)",
-                   crawl * 1000, "ms", note=f"{len(crawl_docs)} documents; load {common.loadavg():.1f}")
+        crawls: list[float] = []
         rows, plain = [], None
         for run in runs:
             requests = None
+            if run not in ("plain", "datasketch"):  # item 2's reference, timed just before the row it is paired with
+                crawl = crawl_path_cpu(crawl_docs, tmp / f"crawl-{run}")
+                crawls.append(crawl)
             if run == "plain":
                 got, m = meter.measure(lambda: plain_copy(client))
                 drop_indices(client, "plain")
@@ -328,7 +332,9 @@ def main(argv=None) -> int:
             row = {"run": run, "wall_s": round(m["wall"], 1), "docs_per_s": round(rate, 1),
                    "wall_vs_plain": round(m["wall"] / plain["wall"], 2) if plain else None,
                    "client_ms_per_doc": round(m["client"] / n * 1000, 2),
-                   "client_vs_crawl": round(m["client"] / n / crawl, 2),
+                   "crawl_ms_per_doc": round(crawl * 1000, 2) if run not in ("plain", "datasketch") else None,
+                   "client_vs_crawl": (round(m["client"] / n / crawl, 2) if run not in ("plain", "datasketch")
+                                       else None),
                    "cluster_cpu_s": round(m["cluster"], 1),
                    "cluster_vs_plain": round(m["cluster"] / plain["cluster"], 2) if plain else None,
                    "cluster_save_s": round(m["saving"], 1),
@@ -345,9 +351,18 @@ def main(argv=None) -> int:
                     res.figure(f"reindex.{run}.{key}", f"{run}: {key.replace('_', ' ')}", row[key], "",
                                note=f"load {row['load']}")
             print("  " + "  ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+        for row in rows:  # the copy's and the script's against the mean reference
+            if row["client_vs_crawl"] is None and crawls:
+                row["client_vs_crawl"] = round(row["client_ms_per_doc"] / (sum(crawls) / len(crawls) * 1000), 2)
+        if crawls:
+            res.figure("reindex.crawl_cpu_ms", "crawl path CPU a document (HTML -> verdict, embedded index)",
+                       sum(crawls) / len(crawls) * 1000, "ms",
+                       note=f"{len(crawl_docs)} documents, timed before each deciding row: "
+                            + ", ".join(f"{c * 1000:.2f}" for c in crawls))
         columns = list(rows[0]) if rows else []
         res.table("runs", columns, [[r[c] for c in columns] for r in rows],
-                  note=f"crawl path {crawl * 1000:.2f} ms CPU a document; ratios to the plain copy of this run")
+                  note="crawl_ms_per_doc: the crawl path timed just before the row (client_vs_crawl's reference); "
+                       "ratios to the plain copy of this run")
         res.note("Elasticsearch API of the noida-db emulator (not Elasticsearch: its timings are not a cluster's)"
                  if emulator else f"cluster {base}")
         client.close()
