@@ -19,7 +19,8 @@ table reads the whole corpus and writes what it keeps to a new index:
   ``dedup reindex --slices 2 --slice I`` for both I at once, then the final pass (``--merge``).
 
 Each row has its wall time, documents per second and the ratio to the plain copy's, the client's
-CPU a document (this process and its children: worker processes, slice processes), the cluster's
+CPU a document (this process and its children: worker processes, slice processes), the deciding
+process's own CPU over the wall time (``deciding_share``: with ``--workers`` the parsing is the workers'), the cluster's
 CPU (the emulator process's, from /proc, counted until it is idle again) and its ratio to the plain copy's,
 the part of it the emulator's ``autosave`` thread spent re-writing its store (see :class:`Meter`) and the
 rest, its work on the requests, with that ratio to the plain copy's, requests a document,
@@ -108,14 +109,21 @@ class Meter:
         own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
+    @staticmethod
+    def own_cpu() -> float:
+        """This process's CPU alone (the deciding process of a row run in it; its workers are children)."""
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return own.ru_utime + own.ru_stime
+
     def measure(self, fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
         self.settle()
-        c0, k0, s0 = self.client_cpu(), self.cluster_cpu(), self.cluster_saving()
+        c0, o0, k0, s0 = self.client_cpu(), self.own_cpu(), self.cluster_cpu(), self.cluster_saving()
         t0, l0 = time.perf_counter(), common.loadavg()
         out = fn()
         wall = time.perf_counter() - t0
+        own = self.own_cpu() - o0
         self.settle()
-        return out, {"wall": wall, "client": self.client_cpu() - c0, "cluster": self.cluster_cpu() - k0,
+        return out, {"wall": wall, "client": self.client_cpu() - c0, "own": own, "cluster": self.cluster_cpu() - k0,
                      "saving": self.cluster_saving() - s0, "load": (l0 + common.loadavg()) / 2}
 
 
@@ -335,6 +343,8 @@ def main(argv=None) -> int:
                    "crawl_ms_per_doc": round(crawl * 1000, 2) if run not in ("plain", "datasketch") else None,
                    "client_vs_crawl": (round(m["client"] / n / crawl, 2) if run not in ("plain", "datasketch")
                                        else None),
+                   "deciding_share": (round(m["own"] / m["wall"], 2) if run in ("dedup", "workers1", "workers2")
+                                      else None),
                    "cluster_cpu_s": round(m["cluster"], 1),
                    "cluster_vs_plain": round(m["cluster"] / plain["cluster"], 2) if plain else None,
                    "cluster_save_s": round(m["saving"], 1),
@@ -345,8 +355,8 @@ def main(argv=None) -> int:
                    "copies": acc["copies"] if acc else None, "found": acc["found"] if acc else None,
                    "wrong": acc["wrong"] if acc else None, "load": round(m["load"], 1)}
             rows.append(row)
-            for key in ("docs_per_s", "wall_vs_plain", "client_ms_per_doc", "cluster_vs_plain", "work_vs_plain", "found",
-                        "wrong"):
+            for key in ("docs_per_s", "wall_vs_plain", "client_ms_per_doc", "deciding_share", "cluster_vs_plain",
+                        "work_vs_plain", "found", "wrong"):
                 if row[key] is not None:
                     res.figure(f"reindex.{run}.{key}", f"{run}: {key.replace('_', ' ')}", row[key], "",
                                note=f"load {row['load']}")
@@ -362,6 +372,7 @@ def main(argv=None) -> int:
         columns = list(rows[0]) if rows else []
         res.table("runs", columns, [[r[c] for c in columns] for r in rows],
                   note="crawl_ms_per_doc: the crawl path timed just before the row (client_vs_crawl's reference); "
+                       "deciding_share: the deciding process's own CPU over the wall time (its workers left out); "
                        "ratios to the plain copy of this run")
         res.note("Elasticsearch API of the noida-db emulator (not Elasticsearch: its timings are not a cluster's)"
                  if emulator else f"cluster {base}")
