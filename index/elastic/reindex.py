@@ -368,8 +368,9 @@ class Reindex(Inspection):
                 if row is not None and row[4] is None and not updating:
                     continue  # read again after a resume: decided before (by a version keeping no keys)
                 source = make.source(hit)
-                data = source.body()  # the HTML's UTF-8, made once for both keys
-                skey = source_key(hit["_source"], (source.html, data))
+                data = source.body()  # the HTML's UTF-8, made once for both keys (else title and text)
+                skey = source_key(hit["_source"], (source.html, data) if isinstance(source.html, str) and source.html
+                                  else None)  # not an empty HTML's: "" is one object, whatever field holds it
                 same = row is not None and row[5] is not None and row[5] == (
                     skey if len(row[5]) != 16 else legacy_source_key(hit["_source"]))  # 16: an earlier version's
                 body = None if same else body_key(data)
