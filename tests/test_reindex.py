@@ -624,22 +624,19 @@ def test_source_key_is_the_sources_content_not_its_order():
     for other in ({**doc, "crawled": "1700000000"}, {**doc, "tags": ["ab"]}, {**doc, "tags": ["a", "b", None]},
                   {**doc, "html": doc["html"] + " "}, {k: v for k, v in doc.items() if k != "tags"}):
         assert source_key(other) != key
-    # the HTML's bytes made once for the body key too: the same key; bytes of another string are not used
-    from dedup.sources import Source, body_key
-
-    source = Source(url=doc["url"], html=doc["html"])
-    data = source.body()
-    assert source_key(doc, (doc["html"], data)) == key and body_key(data) == source.body_key
-    equal = doc["html"][:10] + doc["html"][10:]
-    assert equal == doc["html"] and equal is not doc["html"]
-    assert source_key(doc, (equal, b"other")) == key  # bytes given for another object than the source's
-
-    # an empty HTML beside a title and a text: the body is theirs (and "" is one object in every field holding
-    # it, so the reindex gives source_key no bytes for an empty HTML)
+    # the reindex's keys (source_keys): the HTML's UTF-8 made once for both, the same source key as without and
+    # the body key's bytes, whatever the HTML field holds (an empty one's body is the title and text, and "" is
+    # one object in every field holding it; a value of a wrong type; none)
     from dedup.deduplicator import DedupConfig
+    from dedup.sources import body_key
     from index.elastic.reindex_decide import PageMaker
+    from index.elastic.reindex_read import source_keys
 
-    empty = {"url": "http://a/2", "html": "", "title": "T", "text": "Some text.", "note": ""}
-    made = PageMaker("url", "html", "text", "title", DedupConfig()).source({"_id": "2", "_source": empty})
-    assert made.body() == b"T\0Some text." and not made.html
-    assert source_key(empty, ("", made.body())) != source_key(empty)  # what the guard keeps from happening
+    make = PageMaker("url", "html", "text", "title", DedupConfig())
+    base = {"url": "http://a/2", "title": "T", "text": "Some text.", "note": "", "tags": ["", "x"]}
+    for html in (doc["html"], "", None, 5, ["<p>x</p>"]):
+        one = {**base, "html": html} if html is not None else base
+        source = make.source({"_id": "2", "_source": one})
+        skey, data = source_keys(one, source)
+        assert skey == source_key(one) and data == source.body() and body_key(data) == source.body_key, html
+    assert source_keys(doc, make.source({"_id": "1", "_source": doc}))[1] == doc["html"].encode("utf-8")

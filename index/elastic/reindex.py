@@ -79,7 +79,7 @@ from .connect import Retrying, connect
 from .reindex_check import Inspection
 from .reindex_decide import Capture, PageMaker, featured
 from .reindex_read import (KEEP_RULES, keep_sort, legacy_source_key, mapping_fields, read_ahead, read_sorted,
-                           source_key)
+                           source_keys)
 from .reindex_state import WorkState
 from .reindex_write import EXTRACTED_TEXT, MARKER, Sink, payload_json
 from .search import field_value
@@ -367,10 +367,7 @@ class Reindex(Inspection):
                 row = state.doc(sid)
                 if row is not None and row[4] is None and not updating:
                     continue  # read again after a resume: decided before (by a version keeping no keys)
-                source = make.source(hit)
-                data = source.body()  # the HTML's UTF-8, made once for both keys (else title and text)
-                skey = source_key(hit["_source"], (source.html, data) if isinstance(source.html, str) and source.html
-                                  else None)  # not an empty HTML's: "" is one object, whatever field holds it
+                skey, data = source_keys(hit["_source"], make.source(hit))
                 same = row is not None and row[5] is not None and row[5] == (
                     skey if len(row[5]) != 16 else legacy_source_key(hit["_source"]))  # 16: an earlier version's
                 body = None if same else body_key(data)

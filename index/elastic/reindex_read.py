@@ -12,7 +12,8 @@ from typing import Any, Iterator, TypeVar
 
 from .connect import Retrying, describe
 
-__all__ = ["KEEP_RULES", "keep_sort", "mapping_fields", "source_key", "legacy_source_key", "read_sorted", "read_ahead"]
+__all__ = ["KEEP_RULES", "keep_sort", "mapping_fields", "source_key", "source_keys", "legacy_source_key", "read_sorted",
+           "read_ahead"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,15 @@ def source_key(source: dict[str, Any], encoded: tuple[str, bytes] | None = None)
     h = xxhash.xxh3_128()
     _feed(h, source, encoded)
     return h.hexdigest()
+
+
+def source_keys(doc: dict[str, Any], source: Any) -> tuple[str, bytes]:
+    """:func:`source_key` of a document's ``_source`` and the bytes of its body
+    (:meth:`dedup.sources.Source.body` of ``source``, the document's :class:`~dedup.sources.Source`), the HTML's
+    UTF-8 made once for both.  The body is the HTML's bytes whenever the HTML is a str: ``Source.from_document``
+    leaves no empty HTML (that body is the title and text, and ``""`` is one object in every field holding it)."""
+    data = source.body()
+    return source_key(doc, (source.html, data)), data
 
 
 def _feed(h: Any, value: Any, encoded: tuple[str, bytes] | None = None) -> None:
