@@ -2,7 +2,7 @@
 
 Every page of a stream goes through :func:`dedup.cli.evaluate.evaluate` (seeded online order, the
 deduplicator a crawl uses); what is kept per page is its cluster, whether an earlier page of its
-cluster arrived, the verdict's status and rule, the cluster of its best candidate and the best
+cluster arrived, the verdict's status and rule, the cluster and page of its best candidate and the best
 candidate's scores.  Any decision that changes neither what is dropped (only exact duplicates are)
 nor which candidate is best can then be replayed from these rows without running the pages again.
 
@@ -99,9 +99,48 @@ def replayer(folder: Path, seed: int) -> tuple[list, list[int], Any, Any]:
 
 
 def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None = None,
-         knn: int | None = None, verbose: bool = True) -> list[dict[str, Any]]:
+         knn: int | None = None, sentences: bool = False, verbose: bool = True) -> list[dict[str, Any]]:
     """The cached rows of the stream of ``folders`` (computed when absent). ``extractor``, ``knn``:
-    DedupConfig's unless given (a knn other than the default keys the cache too)."""
+    DedupConfig's unless given (a knn other than the default keys the cache too). ``sentences``: each
+    decided row's ``chunks`` filled from the pages (:func:`sentence_shares`)."""
+    out = _rows(name, folders, seed=seed, extractor=extractor, knn=knn, verbose=verbose)
+    return sentence_shares(out, extractor) if sentences else out
+
+
+def sentence_shares(out: list[dict[str, Any]], extractor: str | None = None) -> list[dict[str, Any]]:
+    """Seed 003's sentence-chunk share (``scores["chunks"]``, :func:`dedup.deduplicator.chunk_share`) of each
+    row's page and its best candidate's page, made from the two pages: a record keeps no sentence simhashes,
+    so the deduplicator leaves it None (issue 31's what-if: would records that kept them decide better?).
+    The pages' simhashes are cached under ``$DEDUP_CALIB_CACHE/chunks``, keyed as the rows."""
+    import pickle
+
+    from dedup.deduplicator import DedupConfig, chunk_share
+    from dedup.features import Featurizer
+    from dedup.page import parse_page
+
+    config = DedupConfig(**({"extractor": extractor} if extractor else {}))
+    path = CACHE / "chunks" / f"{config.extractor}-{source_key()}.pkl"
+    made: dict[str, Any] = pickle.loads(path.read_bytes()) if path.exists() else {}
+    before, featurizer = len(made), None
+
+    def chunks(page: str) -> Any:
+        nonlocal featurizer
+        if page not in made:
+            featurizer = featurizer or Featurizer(weights=config.weights, shingle=config.shingle, sketch=config.sketch)
+            made[page] = featurizer(parse_page(Path(page).read_bytes(), "http://eval.invalid/", extractor=config.extractor)).chunks
+        return made[page]
+
+    for r in out:
+        if r.get("nearest_path") and r["rule"] in ("decision", "below_decision"):
+            r["scores"]["chunks"] = round(chunk_share(chunks(r["path"]), chunks(r["nearest_path"])), 4)
+    if len(made) > before:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(pickle.dumps(made))
+    return out
+
+
+def _rows(name: str, folders: list[Path], *, seed: int, extractor: str | None, knn: int | None,
+          verbose: bool) -> list[dict[str, Any]]:
     from dedup.deduplicator import DedupConfig
     from dedup.cli.evaluate import evaluate
 
@@ -115,10 +154,13 @@ def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None
     t0 = time.perf_counter()
     report = evaluate(folder, seed=seed, config=config)
     out = []
+    path_of = {o.url: o.path for o in report.outcomes}
     for o in report.outcomes:
         v = o.verdict
+        nearest = v.nearest or v.duplicate_of or v.scores.get("candidate", "")
         out.append({"cluster": o.cluster, "path": o.path, "had_earlier": o.had_earlier, "status": v.status,
                     "rule": v.rule, "best_cluster": o.best_cluster, "extraction": v.extraction,
+                    "nearest_path": path_of.get(nearest),
                     "scores": {k: val for k, val in v.scores.items() if k != "candidate"}})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

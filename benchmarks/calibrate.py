@@ -8,6 +8,7 @@
     python benchmarks/calibrate.py --seed 3                  # score seed 3's order (fitted on seeds 7,1,2's rows)
     python benchmarks/calibrate.py --seed 3 --train-seeds 3  # ... fitted on seed 3's rows alone
     python benchmarks/calibrate.py --seed 2 --group group_share  # a what-if reading all of a page's candidates
+    python benchmarks/calibrate.py --sentences --features containment_lb,ratio,listing,spread,chunks  # sentence simhashes
 
 One command, re-runnable after any change to features or extraction: the pages are run through the
 deduplicator once per stream and cached (``calib_data.py``, under ``/tmp/dedup-calib``), so a rerun
@@ -302,12 +303,17 @@ def margins(cv: dict[str, Any], gold: list[dict[str, Any]], mixed: list[dict[str
               if is_row(r) and r["rule"] != "title_anchor" and r["cluster"] == r["best_cluster"]]
     flagged = [c for c in copies if c[1] >= 0]
     top("copies flagged", flagged, highest=False)
+    if any(r["scores"].get("chunks") is not None for r in gold):  # --sentences: how many flags share no sentence
+        out["copies flagged sharing no sentence"] = sum(
+            1 for r in gold if is_row(r) and r["rule"] != "title_anchor" and r["cluster"] == r["best_cluster"]
+            and r["scores"].get("chunks") == 0 and _lift(fold_of[r["cluster"]], r["scores"])[1] >= 0)
     out["copies within 1 of log-odds below"] = sum(-1.0 <= c[1] < 0 for c in copies)
     return out
 
 
 def _short(r: dict[str, Any]) -> str:
-    return f"{Path(r['path']).parent.name}/{Path(r['path']).stem}"
+    chunks = r["scores"].get("chunks")
+    return f"{Path(r['path']).parent.name}/{Path(r['path']).stem}" + ("" if chunks is None else f" chunks {chunks}")
 
 
 def _name(r: dict[str, Any]) -> str:
@@ -546,6 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group", choices=sorted(GROUP), default=None,
                     help="a what-if reading every candidate of a page, not only the best (issue 31; not with "
                          "--write): " + "; ".join(f"{k}: {v}" for k, v in GROUP.items()))
+    ap.add_argument("--sentences", action="store_true",
+                    help="a what-if: fill each row's sentence-chunk share (feature chunks) from the two pages, as if "
+                         "records kept sentence simhashes (they keep none; not with --write)")
     ap.add_argument("--write", action="store_true", help="write dedup/data/decision.json (fitted on all of goldset-dev)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--show", action="store_true", help="list the held-out false positives and misses")
@@ -562,9 +571,10 @@ def main(argv: list[str] | None = None) -> int:
         print("calibrate: --write fits for DedupConfig's knn; leave out --knn (a what-if)", file=sys.stderr)
         return 2
     if args.group:
-        if args.write or args.knn is not None or args.extractor or args.features != ",".join(DEFAULT_FEATURES):
+        if (args.write or args.knn is not None or args.extractor or args.sentences
+                or args.features != ",".join(DEFAULT_FEATURES)):
             print("calibrate: --group is a what-if on the shipped features and candidates (no --write, --knn, "
-                  "--extractor or --features)", file=sys.stderr)
+                  "--extractor, --sentences or --features)", file=sys.stderr)
             return 2
         r = group_cv(args.group, gold_dir, neg_dir, args.seed, parse_seeds(args.train_seeds, args.seed), args.l2,
                      args.margin)
@@ -573,7 +583,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             group_report(r)
         return 0
-    kw = {"seed": args.seed, "extractor": args.extractor, "knn": args.knn}
+    if args.write and args.sentences:
+        print("calibrate: --sentences is a what-if (records keep no sentence simhashes); leave out --write", file=sys.stderr)
+        return 2
+    kw = {"seed": args.seed, "extractor": args.extractor, "knn": args.knn, "sentences": args.sentences}
     gold = calib_data.rows("gold", [gold_dir], **kw)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], **kw)
     site1 = calib_data.rows("site1", [calib_data.same_site(1)], **kw)

@@ -137,3 +137,34 @@ def test_same_site_listings_are_not_copies(tmp_path):
         if v.status != "unique":
             flagged.append((path.parent.name, v.duplicate_of, v.scores.get("decision")))
     assert i >= 5 and flagged == []
+
+
+def test_calibrate_sentence_shares_fill_decided_rows_from_the_pages(tmp_path, monkeypatch):
+    """calibrate.py --sentences (issue 31's what-if): a decided row's ``chunks`` is seed 003's sentence share of
+    its page and its best candidate's page, made from the pages (records keep no sentence simhashes); rows the
+    decision did not make are left as they are."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import calib_data
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(calib_data, "CACHE", tmp_path / "cache")
+    story = ["The council voted on Tuesday to close the old bridge for repairs after an inspection found cracks.",
+             "Engineers said the work would take six months and cost about two million dollars in all.",
+             "Residents will use a ferry that runs every twenty minutes from the north bank to the town square."]
+    other = ["A new bakery opened on the high street this weekend and sold out of bread before noon on Saturday.",
+             "Its owner trained in Lyon and plans to teach evening classes for children in the spring term."]
+
+    def page(name: str, lines: list[str]) -> str:
+        path = tmp_path / f"{name}.html"
+        path.write_text("<html><body><article>" + "".join(f"<p>{s}</p>" for s in lines) + "</article></body></html>")
+        return str(path)
+
+    a, b, c = page("a", story), page("b", story[:2]), page("c", other)
+    rows = [{"path": b, "nearest_path": a, "rule": "below_decision", "scores": {"chunks": None}},
+            {"path": c, "nearest_path": a, "rule": "decision", "scores": {"chunks": None}},
+            {"path": a, "nearest_path": None, "rule": "no_candidate", "scores": {"chunks": None}},
+            {"path": b, "nearest_path": a, "rule": "exact", "scores": {"chunks": None}}]
+    out = calib_data.sentence_shares(rows)
+    assert [r["scores"]["chunks"] for r in out] == [1.0, 0.0, None, None]
+    assert list((tmp_path / "cache" / "chunks").glob("*.pkl"))  # the pages' simhashes are kept for the next run
