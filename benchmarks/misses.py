@@ -14,7 +14,9 @@ page's exact set of shingles (the featurizer's word 5-grams of the same text, no
   candidates (simhash tables, nearest MRC signatures, containment candidates), and it beats the best
   candidate's containment by more than 0.05;
 * ``decision``: it was a candidate; the model did not call it a copy (exact containment and the sketch's
-  estimate for that page are printed: how far the sketch is from the exact value).
+  estimate for that page are printed: how far the sketch is from the exact value; and the exact
+  containment of the page in its best candidate read by trafilatura instead: how much the extract,
+  e.g. a sidebar's text kept in one page, holds it down).
 
 Cited by: docs/accuracy.md ("Where the misses are"), docs/decision.md.
 """
@@ -81,6 +83,22 @@ def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
     return out
 
 
+def other_text(a: str, b: str, extractor: str = "trafilatura") -> float:
+    """Exact shingle containment of the smaller of pages ``a`` and ``b`` in the other, both read by
+    ``extractor`` (the same word 5-grams as the deduplicator's, every one kept)."""
+    from dedup.deduplicator import DedupConfig
+    from dedup.features import Featurizer
+    from dedup.page import parse_page
+
+    config = DedupConfig()
+    featurizer = Featurizer(weights=config.weights, shingle=config.shingle, sketch=1 << 30)
+    x, y = (featurizer(parse_page(Path(p).read_bytes(), "http://eval.invalid/", extractor=extractor)).shingles
+            for p in (a, b))
+    if not x.size or not y.size:
+        return 0.0
+    return round(np.intersect1d(x, y).size / min(x.size, y.size), 4)
+
+
 def _page(path: str | Path) -> str:
     """``cluster/file``: a page's name whatever folder the cached rows were made from (a worktree's
     ``../shared`` is another absolute path to the same pages)."""
@@ -119,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         elif not e["candidate"] and e["exact"] > float(r["scores"].get("containment") or 0.0) + 0.05:
             cause, what = "not a candidate", f"exact {e['exact']} of a {e['size']}-shingle page"
         else:
-            cause, what = "decision", f"exact {e['exact']}, sketch {e['sketch']}"
+            other = other_text(r["path"], r["nearest_path"]) if r.get("nearest_path") else None
+            cause, what = "decision", f"exact {e['exact']}, sketch {e['sketch']}, trafilatura's text {other}"
         causes.setdefault(cause, []).append(f"{name} ({what})")
     print(f"{len(missed)} held-out misses (seed {args.seed}, {cv['folds']} folds, fitted on the rows of seeds "
           f"{','.join(map(str, train_seeds))})")

@@ -26,7 +26,7 @@
  * the main text), the rest as with lines.
  *
  * Returns (title, keywords, description, headings, bold, anchors, anchor_count, lines, teasers, nodes, prose,
- * article)
+ * article, marked)
  * with headings [(level, text)], bold [text], anchors [(href, label, same)] (non-empty labels only; same:
  * the href's host is `own`, the page's host, as dedup.page._href_host reads it, None when own is not
  * given or Python must read that href), lines the main-content lines ("\n" between) or None when main
@@ -37,7 +37,8 @@
  * source span, from its start tag's '<' to its
  * end tag's end, or to where the tree builder closes it (the '<' of the tag that closes it, or the input's
  * end), and html that source with the comments in it left out (as lxml's tree, parsed without comments,
- * has it: a comment after a <footer> changes what resiliparse keeps of it).
+ * has it: a comment after a <footer> changes what resiliparse keeps of it), marked True when a comment opens
+ * a part not for indexing (<!--stopindex-->, <!--googleoff: ...-->, <!--noindex-->: dedup/indexmarks.py).
  * None when the input holds a lone
  * surrogate (lxml refuses such a str: the caller takes its usual path).
  *
@@ -234,6 +235,7 @@ typedef struct {
     int stack[MAX_DEPTH + 1];
     int sp;
     int stopped, head_seen, body_seen;
+    int marked; /* a comment that opens a part not for indexing (dedup/indexmarks.py reads it) */
     int misplaced; /* html, head and body start tags dropped so far, less the end tags they dropped */
     /* the source span of the page's <article> elements: the first's start and end, how many there are;
      * at: where the token being read starts, closed: where an element it closes ends (the article's end) */
@@ -591,6 +593,20 @@ static Py_ssize_t comment_end(const Py_UCS4 *p, Py_ssize_t i, Py_ssize_t n) {
     return n;
 }
 
+/* the comment p[i:j] ("<!--" at i) opens a part not for indexing: stopindex, googleoff or noindex after
+ * blanks, lowercase as their tools write them (dedup/indexmarks.py cuts the part; this only says there is one) */
+static int index_mark(const Py_UCS4 *p, Py_ssize_t i, Py_ssize_t j) {
+    static const char *marks[3] = {"stopindex", "googleoff", "noindex"};
+    i += 4;
+    while (i < j && is_ws(p[i])) i++;
+    for (int w = 0; w < 3; w++) {
+        Py_ssize_t k = 0;
+        while (marks[w][k] && i + k < j && p[i + k] == (Py_UCS4)(unsigned char)marks[w][k]) k++;
+        if (!marks[w][k]) return 1;
+    }
+    return 0;
+}
+
 /* p[i:] begins with `name` (any case) followed by a blank, '/', '>' or the end */
 static int name_at(const Py_UCS4 *p, Py_ssize_t i, Py_ssize_t n, const char *name) {
     Py_ssize_t len = (Py_ssize_t)strlen(name);
@@ -810,6 +826,7 @@ static int build(S *s) {
         } else if (d == '!' && i + 3 < n && p[i + 2] == '-' && p[i + 3] == '-') {
             Py_ssize_t c0 = i;
             i = comment_end(p, i, n);
+            if (!s->marked) s->marked = index_mark(p, c0, i);
             if (s->articles == 1 && s->art_end < 0) { /* in the article: left out of its HTML, as lxml's tree has it */
                 if (grow_array((void **)&s->cuts, &s->ccap, s->ncuts, 2 * sizeof(Py_ssize_t)) < 0) return -1;
                 s->cuts[2 * s->ncuts] = c0;
@@ -1515,8 +1532,8 @@ static PyObject *fields_and_text(S *s, int want_main, int want_lines, const Py_U
      * lines asked); the native extractor's lines have their own root */
     PyObject *article = s->articles == 1 && !want_lines ? article_html(s) : Py_NewRef(Py_None);
     if (!article) goto done;
-    result = Py_BuildValue("(OOOOOOiOOiON)", title, keywords, description, headings, bold, anchors, anchor_count,
-                           lines, teas, s->nn, prose, article);
+    result = Py_BuildValue("(OOOOOOiOOiONO)", title, keywords, description, headings, bold, anchors, anchor_count,
+                           lines, teas, s->nn, prose, article, s->marked ? Py_True : Py_False);
 done:
     Py_XDECREF(title);
     Py_XDECREF(keywords);

@@ -26,7 +26,9 @@ kept (so it is never silently lost) and compared with no other page, since there
 compare, except by its exact key: its body's (``dedup.keys.raw_key``), so that a byte-identical
 copy of it is an ``exact_duplicate`` (rule ``content_hash``) as any exact copy is (an empty body
 has none). A page cut by an input limit (``max_page_bytes``, ``max_text_chars``) carries
-``scores["truncated"]`` = ``{"bytes": [original, kept]}`` and/or ``{"chars": [original, kept]}``.
+``scores["truncated"]`` = ``{"bytes": [original, kept]}`` and/or ``{"chars": [original, kept]}``; a page
+read without the parts it marks as not for indexing (:mod:`dedup.indexmarks`) ``{"unindexed": [original,
+kept]}`` (characters of its HTML).
 """
 from __future__ import annotations
 

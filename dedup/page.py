@@ -15,8 +15,9 @@ from urllib.parse import urlsplit, unquote
 import lxml.html
 
 from .encoding import decode_html, looks_binary
-from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree, main_teasers
+from .extract import DEFAULT_EXTRACTOR, MAX_TAGS, check_extractor, element_text, lxml_tree, main_teasers, too_little
 from .extractcheck import checked_main_text, checked_native_text, list_share
+from .indexmarks import unindexed
 from .keys import raw_key
 from .text import split_sentences
 
@@ -150,25 +151,40 @@ def _parse(html: bytes | str | None, url: str, content_type: str | None, max_byt
     if looks_binary(html):  # an image or an archive served as HTML: no text to find in it
         return Page(url=url, url_tokens=url_tokens(url), truncated=truncated, extraction="binary"), html
     text, encoding = decode_html(html, content_type)
-    page = Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated)
     if not text.strip():
-        page.extraction = "empty"
-        return page, text
-    own = _host(url)
+        return Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated,
+                    extraction="empty"), text
+    page, marked = _read(text, Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated),
+                         extractor, max_text_chars)
+    if marked:  # parts the page marks as not for indexing: left out, unless that leaves too little text
+        cut = unindexed(text)
+        if cut is not text:
+            unmarked, _ = _read(cut, Page(url=url, encoding=encoding, url_tokens=url_tokens(url),
+                                          truncated={**truncated, "unindexed": [len(text), len(cut)]}),
+                                extractor, max_text_chars)
+            if not too_little(unmarked.text):
+                return unmarked, text
+    return page, text
+
+
+def _read(text: str, page: Page, extractor: str, max_text_chars: int | None) -> tuple[Page, bool]:
+    """``page`` (its URL, encoding and cuts set) read from the decoded, non-blank ``text``, and whether the
+    scanner met a comment that opens a part not for indexing (:mod:`dedup.indexmarks`)."""
+    own = _host(page.url)
     scanned = _scan(text, own, lines=extractor == "native")
     if scanned is not None:
-        return _scanned_page(text, page, own, scanned, extractor, max_text_chars), text
+        return _scanned_page(text, page, own, scanned, extractor, max_text_chars), scanned[12]
     if extractor == "native":
         extractor = "resiliparse"  # the scanner failed on this page: lxml's path decides it
     tree = lxml_tree(text)
     if tree is None:
         page.extraction = "unparseable"
-        return page, text
+        return page, False
     links = _fields(tree, page)
     page.text, page.extraction = checked_main_text(text, tree, page.anchors_same + page.anchors_other,
                                                    extractor=extractor, headings={h for _, h in page.headings},
                                                    links=links)
-    return _finish(page, max_text_chars), text
+    return _finish(page, max_text_chars), False
 
 
 def _finish(page: Page, max_text_chars: int | None) -> Page:
@@ -197,7 +213,7 @@ def _scanned_page(text: str, page: Page, own: str, scanned: tuple, extractor: st
     HTML and teasers, or (extractor ``native``) the scanner's main-content lines. lxml parses the page only
     when trafilatura or the densest block has to read it (once: the tree is cached)."""
     (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
-     lines, teasers, nodes, prose, article) = scanned
+     lines, teasers, nodes, prose, article, _) = scanned
     if not nodes:  # nothing but comments, a doctype or stray end tags: lxml finds no document either
         page.extraction = "unparseable"
         return page

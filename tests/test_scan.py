@@ -275,7 +275,7 @@ def test_garbled_html_always_returns(parts):
     if any(0xD800 <= ord(c) <= 0xDFFF for c in html):
         assert result is None
         return
-    assert isinstance(result, tuple) and len(result) == 12
+    assert isinstance(result, tuple) and len(result) == 13
     assert isinstance(result[7], str) and isinstance(result[8], list)
     if result[11] is not None:
         start, end, source = result[11]
@@ -366,7 +366,7 @@ def test_a_native_listings_teasers_are_those_of_its_main_content():
     assert page.extraction == "listing"
     lines = page.text.split("\n")
     assert len(lines) == 8 and all(line.startswith("- The latest story number") for line in lines)
-    _, _, _, _, _, _, _, main_lines, items, _, _, _ = scan(html, True, "example.org", True)
+    _, _, _, _, _, _, _, main_lines, items, _, _, _, _ = scan(html, True, "example.org", True)
     assert len(items) == 13  # the scanner's teasers are the page's (as dedup.extract.teasers reads them)
     assert ex.main_teasers(items, main_lines) == items[:8]
     assert ex.main_teasers(items, None) == items

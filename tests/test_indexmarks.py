@@ -1,0 +1,61 @@
+"""Parts a page marks as not for a search index (dedup/indexmarks.py) are left out of what it is read as."""
+from __future__ import annotations
+
+import pytest
+
+from dedup._scan import scan
+from dedup.indexmarks import unindexed
+from dedup.page import parse_page
+
+STORY = ("<p>The council voted on Tuesday to close the old bridge for repairs after an inspection found cracks "
+         "in two of its main supports, and the work will start next month.</p>"
+         "<p>Engineers said the repairs would take six months and cost about two million dollars, paid for by "
+         "the state and the county together under last year's transport plan.</p>")
+PROMO = ("<div><h1>Premium Weather</h1><p>How will the weather affect you? Know for sure. Monitor storms, "
+         "animate your forecast, create personal alerts and much more with our weather service today!</p></div>")
+
+
+def page_of(body: str) -> str:
+    return f"<html><head><title>Bridge closed</title></head><body>{body}</body></html>"
+
+
+@pytest.mark.parametrize("off,on", [("<!--stopindex-->", "<!--startindex-->"),
+                                    ("<!-- googleoff: index -->", "<!-- googleon: index -->"),
+                                    ("<!--googleoff: all-->", "<!--googleon: all-->"),
+                                    ("<!--noindex-->", "<!--/noindex-->")])
+def test_a_marked_part_is_cut_to_its_closing_marker(off, on):
+    html = page_of(f"{STORY}{off}{PROMO}{on}<p>After.</p>")
+    assert unindexed(html) == page_of(f"{STORY}<p>After.</p>")
+
+
+def test_a_part_left_open_runs_to_the_end_and_other_kinds_do_not_close_it():
+    html = page_of(f"<!--startindex-->{STORY}<!--stopindex-->{PROMO}<!--googleon: index-->{PROMO}")
+    assert unindexed(html) == page_of(f"<!--startindex-->{STORY}")[:-len("</body></html>")]
+
+
+def test_a_page_without_markers_is_returned_as_it_is():
+    html = page_of(f"{STORY}<!-- stop index --><!--STOPINDEX-->{PROMO}<!--googleoff: snippet-->")
+    assert unindexed(html) is html
+
+
+def test_the_scanner_says_whether_a_comment_opens_a_marked_part():
+    assert scan(page_of(f"{STORY}<!-- stopindex -->{PROMO}"))[12] is True
+    assert scan(page_of(f"{STORY}<!--googleoff: index-->{PROMO}"))[12] is True
+    assert scan(page_of(f"{STORY}<!-- a comment -->{PROMO}"))[12] is False
+    assert scan(page_of(f"<script>var s = '<!--stopindex-->';</script>{STORY}"))[12] is False  # not a comment
+
+
+def test_a_marked_sidebar_is_left_out_of_the_main_text_and_the_verdict_says_so():
+    html = page_of(f"<!--startindex-->{STORY}<!--stopindex-->{PROMO}")
+    page = parse_page(html.encode(), "http://news.test/bridge")
+    assert "Premium Weather" not in page.text and "weather service" not in page.text
+    assert "two million dollars" in page.text
+    assert page.truncated == {"unindexed": [len(html), len(unindexed(html))]}
+    plain = parse_page(page_of(STORY + PROMO).encode(), "http://news.test/bridge")
+    assert "weather service" in plain.text and not plain.truncated  # unmarked, the promotion is read
+
+
+def test_markers_that_would_leave_too_little_text_are_not_followed():
+    html = page_of(f"<!--googleoff: index-->{STORY}<!--googleon: index-->")  # the whole story marked
+    page = parse_page(html.encode(), "http://news.test/bridge")
+    assert "two million dollars" in page.text and not page.truncated
