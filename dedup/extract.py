@@ -96,8 +96,19 @@ def _lines(text: str) -> str:
     return "\n".join(_fold(line) for line in text.splitlines() if line.strip())
 
 
+#: a word holding an ASCII letter (a word: a run of non-blanks; an extract's lines have single blanks)
+_ASCII_LETTERED = re.compile(r"[^ ]*[A-Za-z][^ ]*")
+
+
 def _is_prose(line: str) -> bool:
-    return line.count(" ") >= MIN_WORDS - 1
+    """At least MIN_WORDS words, at least half of them holding a letter: a row of 20 lottery numbers or
+    scores is not prose (dedup/_scan.c's ``is_prose`` is the same test)."""
+    if line.count(" ") < MIN_WORDS - 1:
+        return False
+    words = line.count(" ") + 1
+    if line.isascii():
+        return 2 * len(_ASCII_LETTERED.findall(line)) >= words
+    return 2 * sum(1 for w in line.split(" ") if any(map(str.isalpha, w))) >= words
 
 
 #: A site's legal footer (a copyright notice, the wire services' "may not be published, broadcast,

@@ -370,3 +370,18 @@ def test_a_native_listings_teasers_are_those_of_its_main_content():
     assert len(items) == 13  # the scanner's teasers are the page's (as dedup.extract.teasers reads them)
     assert ex.main_teasers(items, main_lines) == items[:8]
     assert ex.main_teasers(items, None) == items
+
+
+def test_a_row_of_numbers_is_not_prose_to_the_scanner_nor_to_python():
+    """The 20-word rule counts words holding a letter: a row of 20 lottery numbers (goldset-dev's Lindsay/l2,
+    whose brief then read as a third numbers) is left out by dedup/_scan.c and dedup.extract._is_prose alike."""
+    numbers = " ".join(str(n) for n in range(15, 95, 4))  # 20 numbers
+    half = " ".join(["Lottery"] * 10 + ["7"] * 10)  # half the words hold a letter: prose, as before
+    under = " ".join(["Zahlen\u00e4"] * 9 + ["7"] * 11)  # fewer than half (a non-ASCII word among them)
+    story = " ".join(["The council voted on Tuesday to close the old bridge for repairs after cracks were found."] * 2)
+    for line, prose in ((numbers, False), (half, True), (under, False), (story, True)):
+        assert ex._is_prose(line) is prose, line
+        html = f"<html><body><p>{story}</p><p>{line}</p></body></html>"
+        kept = scan(html, True, "example.org", True)[10]
+        assert (line in kept.split("\n")) is prose, line
+        assert kept == ex._prose(scan(html, True, "example.org", True)[7]), line
