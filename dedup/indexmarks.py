@@ -8,7 +8,8 @@ their indexer skipped, and some still do:
 * ``<!--googleoff: index-->`` ... ``<!--googleon: index-->`` (Google Search Appliance; also ``all``);
 * ``<!--noindex-->`` ... ``<!--/noindex-->`` (Yandex).
 
-A marked part runs to the next opening marker of its kind, or to the end of the page. The part is cut from
+A marked part runs from its opening comment to the next closing one of its kind (``startindex``, ``googleon``,
+``/noindex``), or to the end of the page. The part is cut from
 the HTML before the scanner reads it, so the main text, the fields and the links all leave it out, as the
 page's own search would. ``<noindex>`` elements are not read (an HTML element, not a comment; none of the
 measured pages needed it).
