@@ -106,8 +106,8 @@ class Meter:
 
     @staticmethod
     def client_cpu() -> float:
-        own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return Meter.own_cpu() + kids.ru_utime + kids.ru_stime
 
     @staticmethod
     def own_cpu() -> float:

@@ -27,6 +27,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 CACHE = Path(os.environ.get("DEDUP_CALIB_CACHE", "/tmp/dedup-calib"))
+#: the rules of the verdicts the decision made (the logit's, and the containment rule's): the rows it is fitted on
+DECIDED = ("decision", "below_decision", "containment>=t1", "containment>=t2", "below_t2")
 #: what cannot change a row: the decision (replayed from the rows) and the application on top
 #: (commands, report, dropped log; dedup/cli/ once they move there). Everything else keys the cache.
 _NOT_KEYED = {"decision.py", "report.py", "droplog.py", "cli.py", "train.py"}
@@ -107,6 +109,15 @@ def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None
     return sentence_shares(out, extractor) if sentences else out
 
 
+def file_features(path: str | Path, config: Any) -> Any:
+    """The features of the page in file ``path`` as a crawl makes them with ``config`` (a DedupConfig: its
+    extractor, limits and featurizer settings): :func:`dedup.sources.features_from_source`, whose featurizer
+    is made once a process for those settings."""
+    from dedup.sources import Source, features_from_source
+
+    return features_from_source(Source(url="http://eval.invalid/", html=Path(path).read_bytes()), config)[1]
+
+
 def sentence_shares(out: list[dict[str, Any]], extractor: str | None = None) -> list[dict[str, Any]]:
     """Seed 003's sentence-chunk share (``scores["chunks"]``, :func:`dedup.deduplicator.chunk_share`) of each
     row's page and its best candidate's page, made from the two pages: a record keeps no sentence simhashes,
@@ -115,23 +126,19 @@ def sentence_shares(out: list[dict[str, Any]], extractor: str | None = None) -> 
     import pickle
 
     from dedup.deduplicator import DedupConfig, chunk_share
-    from dedup.features import Featurizer
-    from dedup.page import parse_page
 
     config = DedupConfig(**({"extractor": extractor} if extractor else {}))
     path = CACHE / "chunks" / f"{config.extractor}-{source_key()}.pkl"
     made: dict[str, Any] = pickle.loads(path.read_bytes()) if path.exists() else {}
-    before, featurizer = len(made), None
+    before = len(made)
 
     def chunks(page: str) -> Any:
-        nonlocal featurizer
         if page not in made:
-            featurizer = featurizer or Featurizer(weights=config.weights, shingle=config.shingle, sketch=config.sketch)
-            made[page] = featurizer(parse_page(Path(page).read_bytes(), "http://eval.invalid/", extractor=config.extractor)).chunks
+            made[page] = file_features(page, config).chunks
         return made[page]
 
     for r in out:
-        if r.get("nearest_path") and r["rule"] in ("decision", "below_decision"):
+        if r.get("nearest_path") and r["rule"] in DECIDED:
             r["scores"]["chunks"] = round(chunk_share(chunks(r["path"]), chunks(r["nearest_path"])), 4)
     if len(made) > before:
         path.parent.mkdir(parents=True, exist_ok=True)

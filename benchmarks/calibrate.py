@@ -72,7 +72,7 @@ DATA = Path(os.environ.get("DEDUP_DATA") or next(
     ROOT.parent / "shared" / "data"))
 #: clusters whose stories overlap (the old rule confused their pages): held out together
 RELATED = (("Lindsay", "Lindsay2"), ("Crash", "Seconds"), ("Florida", "Planned"), ("Paparazzi", "Plea"))
-DECIDED = ("decision", "below_decision", "containment>=t1", "containment>=t2", "below_t2")
+DECIDED = calib_data.DECIDED
 VERSION = "logit-1"
 #: chosen by this script's CV (docs/decision.md): adding tdw_cosine, mrc, hamming, title, short or raw
 #: containment gained at most 2 held-out pages at seed 7; the best of them (tdw_cosine + mrc) gained
@@ -299,14 +299,14 @@ def margins(cv: dict[str, Any], gold: list[dict[str, Any]], mixed: list[dict[str
                 best = max((_lift(d, r["scores"]) for _, d in cv["models"]), key=lambda x: x[1])
                 items.append((*best, f"{_short(r)} -> {r['best_cluster']}"))
         top(name, items)
-    copies = [(*_lift(fold_of[r["cluster"]], r["scores"]), _short(r)) for r in gold
+    scored = [(r, *_lift(fold_of[r["cluster"]], r["scores"])) for r in gold
               if is_row(r) and r["rule"] != "title_anchor" and r["cluster"] == r["best_cluster"]]
+    copies = [(p, lift, _short(r)) for r, p, lift in scored]
     flagged = [c for c in copies if c[1] >= 0]
     top("copies flagged", flagged, highest=False)
-    if any(r["scores"].get("chunks") is not None for r in gold):  # --sentences: how many flags share no sentence
-        out["copies flagged sharing no sentence"] = sum(
-            1 for r in gold if is_row(r) and r["rule"] != "title_anchor" and r["cluster"] == r["best_cluster"]
-            and r["scores"].get("chunks") == 0 and _lift(fold_of[r["cluster"]], r["scores"])[1] >= 0)
+    if any(r["scores"].get("chunks") is not None for r, _, _ in scored):  # --sentences: flags sharing no sentence
+        out["copies flagged sharing no sentence"] = sum(lift >= 0 and r["scores"].get("chunks") == 0
+                                                        for r, _, lift in scored)
     out["copies within 1 of log-odds below"] = sum(-1.0 <= c[1] < 0 for c in copies)
     return out
 

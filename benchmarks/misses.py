@@ -87,13 +87,9 @@ def other_text(a: str, b: str, extractor: str = "trafilatura") -> float:
     """Exact shingle containment of the smaller of pages ``a`` and ``b`` in the other, both read by
     ``extractor`` (the same word 5-grams as the deduplicator's, every one kept)."""
     from dedup.deduplicator import DedupConfig
-    from dedup.features import Featurizer
-    from dedup.page import parse_page
 
-    config = DedupConfig()
-    featurizer = Featurizer(weights=config.weights, shingle=config.shingle, sketch=1 << 30)
-    x, y = (featurizer(parse_page(Path(p).read_bytes(), "http://eval.invalid/", extractor=extractor)).shingles
-            for p in (a, b))
+    config = DedupConfig(extractor=extractor, sketch=1 << 30)
+    x, y = (calib_data.file_features(p, config).shingles for p in (a, b))
     if not x.size or not y.size:
         return 0.0
     return round(np.intersect1d(x, y).size / min(x.size, y.size), 4)

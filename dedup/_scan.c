@@ -1159,13 +1159,9 @@ static int legal(const Py_UCS4 *p, Py_ssize_t len) {
 /* a line of at least MIN_WORDS words (MIN_WORDS - 1 blanks), at least half of them holding a letter: a row of
  * lottery numbers is not prose (dedup.extract._is_prose; words are runs of non-blanks between single blanks) */
 static int is_prose(const Py_UCS4 *p, Py_ssize_t len) {
-    Py_ssize_t n = 0, k = 0;
-    for (; k < len && n < LINE_WORDS - 1; k++)
-        if (p[k] == ' ') n++;
-    if (n < LINE_WORDS - 1) return 0;
     Py_ssize_t words = 0, lettered = 0; /* words: blanks + 1, as Python's line.split(" ") */
     int has = 0;
-    for (k = 0; k <= len; k++) {
+    for (Py_ssize_t k = 0; k <= len; k++) {
         if (k == len || p[k] == ' ') {
             words++;
             lettered += has;
@@ -1174,7 +1170,7 @@ static int is_prose(const Py_UCS4 *p, Py_ssize_t len) {
             has = 1;
         }
     }
-    return 2 * lettered >= words;
+    return words >= LINE_WORDS && 2 * lettered >= words;
 }
 
 #define HEADING_REACH 3 /* dedup.extract.HEADING_REACH */

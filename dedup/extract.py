@@ -103,9 +103,9 @@ _ASCII_LETTERED = re.compile(r"[^ ]*[A-Za-z][^ ]*")
 def _is_prose(line: str) -> bool:
     """At least MIN_WORDS words, at least half of them holding a letter: a row of 20 lottery numbers or
     scores is not prose (dedup/_scan.c's ``is_prose`` is the same test)."""
-    if line.count(" ") < MIN_WORDS - 1:
-        return False
     words = line.count(" ") + 1
+    if words < MIN_WORDS:
+        return False
     if line.isascii():
         return 2 * len(_ASCII_LETTERED.findall(line)) >= words
     return 2 * sum(1 for w in line.split(" ") if any(map(str.isalpha, w))) >= words

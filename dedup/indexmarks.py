@@ -48,7 +48,7 @@ def unindexed(html: str) -> str:
                 off = _KIND[_kind(m.group(1))]
         elif m.group(2) and _kind(m.group(2)) == off:
             off, at = None, m.end()
-    if off is None and at == 0 and not out:
+    if not out:  # no part opened
         return html
     if off is None:
         out.append(html[at:])

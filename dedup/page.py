@@ -151,16 +151,18 @@ def _parse(html: bytes | str | None, url: str, content_type: str | None, max_byt
     if looks_binary(html):  # an image or an archive served as HTML: no text to find in it
         return Page(url=url, url_tokens=url_tokens(url), truncated=truncated, extraction="binary"), html
     text, encoding = decode_html(html, content_type)
+    tokens = url_tokens(url)
+    page = Page(url=url, encoding=encoding, url_tokens=tokens, truncated=truncated)
     if not text.strip():
-        return Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated,
-                    extraction="empty"), text
-    page, marked = _read(text, Page(url=url, encoding=encoding, url_tokens=url_tokens(url), truncated=truncated),
-                         extractor, max_text_chars)
+        page.extraction = "empty"
+        return page, text
+    cuts = dict(truncated)  # before the read adds its own (the text limit's)
+    page, marked = _read(text, page, extractor, max_text_chars)
     if marked:  # parts the page marks as not for indexing: left out, unless that leaves too little text
         cut = unindexed(text)
         if cut is not text:
-            unmarked, _ = _read(cut, Page(url=url, encoding=encoding, url_tokens=url_tokens(url),
-                                          truncated={**truncated, "unindexed": [len(text), len(cut)]}),
+            unmarked, _ = _read(cut, Page(url=url, encoding=encoding, url_tokens=list(tokens),
+                                          truncated={**cuts, "unindexed": [len(text), len(cut)]}),
                                 extractor, max_text_chars)
             if not too_little(unmarked.text):
                 return unmarked, text

@@ -41,12 +41,18 @@ def test_a_page_without_markers_is_returned_as_it_is():
 def test_the_scanner_says_whether_a_comment_opens_a_marked_part():
     assert scan(page_of(f"{STORY}<!-- stopindex -->{PROMO}"))[12] is True
     assert scan(page_of(f"{STORY}<!--googleoff: index-->{PROMO}"))[12] is True
+    assert scan(page_of(f"{STORY}<!--noindex-->{PROMO}"))[12] is True
     assert scan(page_of(f"{STORY}<!-- a comment -->{PROMO}"))[12] is False
     assert scan(page_of(f"<script>var s = '<!--stopindex-->';</script>{STORY}"))[12] is False  # not a comment
 
 
-def test_a_marked_sidebar_is_left_out_of_the_main_text_and_the_verdict_says_so():
-    html = page_of(f"<!--startindex-->{STORY}<!--stopindex-->{PROMO}")
+MARKERS = [("<!--stopindex-->", "<!--startindex-->"), ("<!-- googleoff: index -->", "<!-- googleon: index -->"),
+           ("<!--googleoff: all-->", "<!--googleon: all-->"), ("<!--noindex-->", "<!--/noindex-->")]
+
+
+@pytest.mark.parametrize("off,on", MARKERS)
+def test_a_marked_sidebar_is_left_out_of_the_main_text_and_the_verdict_says_so(off, on):
+    html = page_of(f"{on}{STORY}{off}{PROMO}")  # each kind through the scanner's flag and the cut
     page = parse_page(html.encode(), "http://news.test/bridge")
     assert "Premium Weather" not in page.text and "weather service" not in page.text
     assert "two million dollars" in page.text
@@ -59,3 +65,16 @@ def test_markers_that_would_leave_too_little_text_are_not_followed():
     html = page_of(f"<!--googleoff: index-->{STORY}<!--googleon: index-->")  # the whole story marked
     page = parse_page(html.encode(), "http://news.test/bridge")
     assert "two million dollars" in page.text and not page.truncated
+
+
+def test_the_cut_page_carries_only_its_own_cuts():
+    """A page whose whole text is over the text limit and whose marked part is not: read without that part,
+    its verdict says ``unindexed`` and not the ``chars`` cut of the first reading."""
+    limit = 1000
+    long_promo = "<div><p>" + " ".join(["Premium weather alerts for your area, every hour of the day."] * 60) + "</p></div>"
+    html = page_of(f"<!--startindex-->{STORY}<!--stopindex-->{long_promo}")
+    page = parse_page(html.encode(), "http://news.test/bridge", max_text_chars=limit)
+    assert "Premium weather" not in page.text and "two million dollars" in page.text
+    assert set(page.truncated) == {"unindexed"}
+    whole = parse_page(page_of(STORY + long_promo).encode(), "http://news.test/bridge", max_text_chars=limit)
+    assert "chars" in whole.truncated  # unmarked, the same page is cut by the limit
