@@ -57,6 +57,25 @@ def test_every_page_is_kept_or_dropped_and_kept_items_carry_their_text(project):
     assert articles and all(i["text"] and i["title"] for i in articles)
 
 
+def test_a_part_marked_not_for_indexing_is_left_out_in_a_users_crawl(project):
+    """The sample site's mirror ends each story with an appeal between ``<!--googleoff: index-->`` and
+    ``<!--googleon: index-->`` (tests/test_sample_site.py): left out, the mirror's pages are exact copies of
+    the originals, whichever of them the user's spider fetched first."""
+    root, uri, log, items = project
+    verdicts = {i["url"]: i["dedup"] for i in items}
+    verdicts.update({d["url"]: d["verdict"] for d in read_jsonl(log) if "verdict" in d})
+    mirrored = [u for u in verdicts if "/mirror/" in u and not u.endswith("/index.html")]
+    assert len(mirrored) == 2
+    for url in mirrored:
+        v = verdicts[url]
+        assert v["scores"]["truncated"]["unindexed"][1] < v["scores"]["truncated"]["unindexed"][0]
+        group = [u for u, w in verdicts.items() if manifest_key(u).split("?")[0].split(";")[0].rsplit("/", 1)[-1]
+                 == url.rsplit("/", 1)[-1] and "/partner/" not in u]
+        statuses = sorted(verdicts[u]["status"] for u in group)
+        # one kept page of the story, every other fetch of it (the mirror's too) an exact copy
+        assert statuses.count("unique") == 1 and set(statuses) == {"unique", "exact_duplicate"}, (url, statuses)
+
+
 def test_the_raw_html_is_neither_exported_nor_logged(project):
     """Issue 30 item 2: the spider's ``html`` was exported (25 MB for 281 pages) and printed in every DEBUG
     "Scraped from" line; it is parsed, then left out (DEDUP_KEEP_HTML keeps it)."""

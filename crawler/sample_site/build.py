@@ -7,7 +7,8 @@ templates below::
     python -m crawler.sample_site.build --check   # exit 1 if they are out of date
 
 Generating the copies (rather than hand-editing HTML) is what guarantees that
-the exact copies carry byte-identical ``<article>`` elements.
+the exact copies carry byte-identical ``<article>`` elements (the mirror's, once the part it marks
+as not for indexing, its appeal, is left out).
 """
 
 from __future__ import annotations
@@ -299,7 +300,12 @@ def mirror_article(slug: str) -> str:
     a = C.ARTICLES[slug]
     main = (
         '<p class="archive-note">Archived copy. Originally published by '
-        f'{esc(C.SITE_NAME)} on {a["date"][1]}.</p>\n' + original_article(slug)
+        f'{esc(C.SITE_NAME)} on {a["date"][1]}.</p>\n'
+        # the archive's appeal at the end of the story, marked for search engines to skip: a copy of the
+        # original's text only when the marked part is left out (dedup.indexmarks)
+        + original_article(slug).replace(
+            "\n</article>", '<!--googleoff: index-->\n<div class="appeal">'
+            f"<p>{esc(C.MIRROR_APPEAL)}</p></div>\n<!--googleon: index-->\n</article>")
     )
     return mirror_page(f"{a['headline']} | {C.MIRROR_NAME}", a["dek"], a["keywords"], main)
 

@@ -647,6 +647,15 @@ MIRROR_ABOUT = (
     "storage and is chosen by the archive, not by the original publisher."
 )
 
+#: an appeal the archive marks as not for search indexes (googleoff/googleon, as Google Search Appliance
+#: sites do): prose beside the article that a reader of the page's main text would otherwise take in, so the
+#: mirror copies stay exact copies only when the marked part is left out (dedup.indexmarks)
+MIRROR_APPEAL = (
+    "The Valley Digital Archive is run by volunteers and keeps every page it preserves online, free "
+    "to read and without a paywall. If this copy helped you, please consider a small donation towards "
+    "storage and the scanning of older editions, which we add a few hundred pages at a time."
+)
+
 MIRROR_AD = (
     "Tamsel Valley Hardware \u2014 seed potatoes, garden twine, paraffin and bird "
     "feeders. Open every day except Sunday, opposite the station."
