@@ -423,7 +423,10 @@ class Deduplicator:
         them, an estimate from what the record holds (its shingle sketch and heaviest terms, not the whole
         sets: see :class:`Query`), so a caller that must decide as the page does decides those again
         from the page's features."""
-        return self._check(Query.of_record(record), str(record.extra.get("extraction", "")))
+        verdict = self._check(Query.of_record(record), str(record.extra.get("extraction", "")))
+        if record.extra.get("truncated"):  # how its page was cut before it was read (Features.to_record)
+            verdict.scores["truncated"] = dict(record.extra["truncated"])
+        return verdict
 
     def query_features(self, page: Page, features: Features) -> dict[str, Any]:
         """What :meth:`check` compares of ``page`` (the query side: the whole term vector, the whole

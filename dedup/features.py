@@ -124,6 +124,8 @@ class Features:
         extra: dict = {}
         if page.list_share:  # a listing page: the decision weighs it (dedup.decision, "listing")
             extra["list_share"] = page.list_share
+        if page.truncated:  # how the page was cut before it was read: a verdict from the record says it too
+            extra["truncated"] = dict(page.truncated)
         return extra
 
     def to_record(self, page: Page, **fields) -> Record:

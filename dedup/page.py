@@ -170,8 +170,9 @@ def _parse(html: bytes | str | None, url: str, content_type: str | None, max_byt
 
 
 def _read(text: str, page: Page, extractor: str, max_text_chars: int | None) -> tuple[Page, bool]:
-    """``page`` (its URL, encoding and cuts set) read from the decoded, non-blank ``text``, and whether the
-    scanner met a comment that opens a part not for indexing (:mod:`dedup.indexmarks`)."""
+    """``page`` (its URL, encoding and cuts set) read from the decoded, non-blank ``text``, and whether it
+    may hold a part not for indexing (:mod:`dedup.indexmarks`): the scanner met a comment opening one, or,
+    on lxml's path, the page holds a comment."""
     own = _host(page.url)
     scanned = _scan(text, own, lines=extractor == "native")
     if scanned is not None:
@@ -186,7 +187,8 @@ def _read(text: str, page: Page, extractor: str, max_text_chars: int | None) -> 
     page.text, page.extraction = checked_main_text(text, tree, page.anchors_same + page.anchors_other,
                                                    extractor=extractor, headings={h for _, h in page.headings},
                                                    links=links)
-    return _finish(page, max_text_chars), False
+    # the scanner did not read it, so did not say whether a part is marked: unindexed looks (a comment opens one)
+    return _finish(page, max_text_chars), "<!--" in text
 
 
 def _finish(page: Page, max_text_chars: int | None) -> Page:

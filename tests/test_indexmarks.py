@@ -78,3 +78,35 @@ def test_the_cut_page_carries_only_its_own_cuts():
     assert set(page.truncated) == {"unindexed"}
     whole = parse_page(page_of(STORY + long_promo).encode(), "http://news.test/bridge", max_text_chars=limit)
     assert "chars" in whole.truncated  # unmarked, the same page is cut by the limit
+
+
+@pytest.mark.parametrize("scanner", ["declines", "fails"])
+def test_a_page_the_scanner_cannot_read_is_cut_too(scanner, monkeypatch):
+    """lxml's path (the scanner returned None for the page, or raised): no flag from the scanner, and the
+    marked part is left out all the same."""
+    from dedup import page as pg
+
+    def off(*_, **__):
+        if scanner == "fails":
+            raise MemoryError
+        return None
+
+    monkeypatch.setattr(pg, "_c_scan", off)
+    html = page_of(f"<!--startindex-->{STORY}<!--stopindex-->{PROMO}")
+    page = parse_page(html.encode(), "http://news.test/bridge")
+    assert page.extraction == "resiliparse"  # lxml's path
+    assert "weather service" not in page.text and "two million dollars" in page.text
+    assert page.truncated == {"unindexed": [len(html), len(unindexed(html))]}
+
+
+def test_a_verdict_from_the_record_says_how_its_page_was_cut():
+    """The final pass of a sliced reindex may decide a page from its stored record (check_record): the record
+    keeps the page's cuts, so that verdict explains them as the page's does."""
+    from dedup.deduplicator import Deduplicator
+    from dedup.store import MemoryIndex
+
+    d = Deduplicator(MemoryIndex())
+    html = page_of(f"{STORY}<!--googleoff: index-->{PROMO}<!--googleon: index-->")
+    page = parse_page(html.encode(), "http://news.test/bridge")
+    record = d.featurizer(page).to_record(page)
+    assert d.check_record(record).scores["truncated"] == d.check(page).scores["truncated"] == page.truncated
