@@ -101,12 +101,15 @@ def replayer(folder: Path, seed: int) -> tuple[list, list[int], Any, Any]:
 
 
 def rows(name: str, folders: list[Path], *, seed: int = 7, extractor: str | None = None,
-         knn: int | None = None, sentences: bool = False, verbose: bool = True) -> list[dict[str, Any]]:
+         knn: int | None = None, sentences: bool = False, exact: bool = False,
+         verbose: bool = True) -> list[dict[str, Any]]:
     """The cached rows of the stream of ``folders`` (computed when absent). ``extractor``, ``knn``:
     DedupConfig's unless given (a knn other than the default keys the cache too). ``sentences``: each
-    decided row's ``chunks`` filled from the pages (:func:`sentence_shares`)."""
+    decided row's ``chunks`` filled from the pages (:func:`sentence_shares`). ``exact``: each decided row's
+    containment measured on the two pages' whole shingle sets, not the sketches (:func:`exact_containments`)."""
     out = _rows(name, folders, seed=seed, extractor=extractor, knn=knn, verbose=verbose)
-    return sentence_shares(out, extractor) if sentences else out
+    out = sentence_shares(out, extractor) if sentences else out
+    return exact_containments(out, extractor) if exact else out
 
 
 def file_features(path: str | Path, config: Any) -> Any:
@@ -143,6 +146,33 @@ def sentence_shares(out: list[dict[str, Any]], extractor: str | None = None) -> 
     if len(made) > before:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(pickle.dumps(made))
+    return out
+
+
+def exact_containments(out: list[dict[str, Any]], extractor: str | None = None) -> list[dict[str, Any]]:
+    """Each decided row's ``containment`` measured on its page's and its best candidate's page's whole sets
+    of shingles (a featurizer keeping every shingle hash), in place of the sketches' estimate: a what-if of how
+    much the sketch (256 keys a page, 128 a record) costs the decision. A pair of which a page has fewer
+    than ``min_shingles`` keeps its row's figure (resemblance stands in there, as in a check)."""
+    import numpy as np
+
+    from dedup.deduplicator import DedupConfig
+
+    config = DedupConfig(**({"extractor": extractor} if extractor else {}))
+    whole = DedupConfig(**({"extractor": extractor} if extractor else {}), sketch=1 << 30)
+    made: dict[str, Any] = {}
+
+    def shingles(page: str) -> Any:
+        if page not in made:
+            made[page] = file_features(page, whole).shingles
+        return made[page]
+
+    for r in out:
+        if r.get("nearest_path") and r["rule"] in DECIDED and "containment" in r["scores"]:
+            a, b = shingles(r["path"]), shingles(r["nearest_path"])
+            if min(a.size, b.size) >= config.min_shingles:
+                shared = np.intersect1d(a, b, assume_unique=True).size
+                r["scores"] = {**r["scores"], "containment": round(shared / min(a.size, b.size), 4)}
     return out
 
 

@@ -9,6 +9,7 @@
     python benchmarks/calibrate.py --seed 3 --train-seeds 3  # ... fitted on seed 3's rows alone
     python benchmarks/calibrate.py --seed 2 --group group_share  # a what-if reading all of a page's candidates
     python benchmarks/calibrate.py --sentences --features containment_lb,ratio,listing,spread,chunks  # sentence simhashes
+    python benchmarks/calibrate.py --exact --margins   # a what-if: containment of the whole shingle sets
 
 One command, re-runnable after any change to features or extraction: the pages are run through the
 deduplicator once per stream and cached (``calib_data.py``, under ``/tmp/dedup-calib``), so a rerun
@@ -85,8 +86,8 @@ DEFAULT_FEATURES = ("containment_lb", "ratio", "listing", "spread")
 DEFAULT_TRAIN_SEEDS = (7, 1, 2)
 #: log-odds every training negative must stay below the chosen threshold (0: merely below it). Chosen
 #: (issue 31, docs/accuracy.md "The margin") by the leave-cluster-out CV of seeds 1-7, the widest that keeps
-#: the held-out count: 0.1, 0.25 and 0.5 give 7,008 right pages (0: 7,011, with 4 negatives-dev pages flagged;
-#: 0.75: 6,992), and 0.5 keeps every distinct page (negatives-dev, same-site) >= 0.51 below each fold's threshold
+#: the held-out count: 0.25 and 0.5 give 7,010 right pages (0 and 0.1: 7,011 and 7,010, with 4 negatives-dev pages
+#: flagged; 0.75: 6,996), and 0.5 keeps every distinct page (negatives-dev, same-site) >= 0.51 below each fold's threshold
 DEFAULT_MARGIN = 0.5
 
 
@@ -278,7 +279,8 @@ def margins(cv: dict[str, Any], gold: list[dict[str, Any]], mixed: list[dict[str
     negatives-dev page with another page (the page itself, or its best candidate, is one); ``same-site``: each
     same-site stream's rows (``site``: name -> rows; never in a fold's training rows unless named
     ``site2``, the training site, in sample) scored by every fold's model (the highest); ``copies``: the
-    goldset-dev rows whose best candidate is of their own cluster, flagged (the lowest). Each as
+    goldset-dev rows whose best candidate is of their own cluster, flagged (the lowest), and the four not
+    flagged nearest the threshold (``copies missed, nearest``). Each as
     ``{"p", "lift", "page"}``, ``lift`` the log-odds above (+) or below (-) the fold's threshold."""
     fold_of = {c: d for held, d in cv["models"] for c in held}
     out: dict[str, Any] = {}
@@ -308,6 +310,9 @@ def margins(cv: dict[str, Any], gold: list[dict[str, Any]], mixed: list[dict[str
         out["copies flagged sharing no sentence"] = sum(lift >= 0 and r["scores"].get("chunks") == 0
                                                         for r, _, lift in scored)
     out["copies within 1 of log-odds below"] = sum(-1.0 <= c[1] < 0 for c in copies)
+    # the missed copies nearest the threshold: what a better signal would have to lift
+    out["copies missed, nearest"] = ", ".join(f"{page} {lift:+.2f}" for _, lift, page in
+                                              sorted((c for c in copies if c[1] < 0), key=lambda c: -c[1])[:4])
     return out
 
 
@@ -555,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sentences", action="store_true",
                     help="a what-if: fill each row's sentence-chunk share (feature chunks) from the two pages, as if "
                          "records kept sentence simhashes (they keep none; not with --write)")
+    ap.add_argument("--exact", action="store_true",
+                    help="a what-if: each row's containment measured on the two pages' whole shingle sets instead of "
+                         "the sketches (not with --write)")
     ap.add_argument("--write", action="store_true", help="write dedup/data/decision.json (fitted on all of goldset-dev)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--show", action="store_true", help="list the held-out false positives and misses")
@@ -571,10 +579,10 @@ def main(argv: list[str] | None = None) -> int:
         print("calibrate: --write fits for DedupConfig's knn; leave out --knn (a what-if)", file=sys.stderr)
         return 2
     if args.group:
-        if (args.write or args.knn is not None or args.extractor or args.sentences
+        if (args.write or args.knn is not None or args.extractor or args.sentences or args.exact
                 or args.features != ",".join(DEFAULT_FEATURES)):
             print("calibrate: --group is a what-if on the shipped features and candidates (no --write, --knn, "
-                  "--extractor, --sentences or --features)", file=sys.stderr)
+                  "--extractor, --sentences, --exact or --features)", file=sys.stderr)
             return 2
         r = group_cv(args.group, gold_dir, neg_dir, args.seed, parse_seeds(args.train_seeds, args.seed), args.l2,
                      args.margin)
@@ -583,10 +591,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             group_report(r)
         return 0
-    if args.write and args.sentences:
-        print("calibrate: --sentences is a what-if (records keep no sentence simhashes); leave out --write", file=sys.stderr)
+    if args.write and (args.sentences or args.exact):
+        print("calibrate: --sentences and --exact are what-ifs (records keep no sentence simhashes, and a sketch of "
+              "the shingles); leave out --write", file=sys.stderr)
         return 2
-    kw = {"seed": args.seed, "extractor": args.extractor, "knn": args.knn, "sentences": args.sentences}
+    kw = {"seed": args.seed, "extractor": args.extractor, "knn": args.knn, "sentences": args.sentences,
+          "exact": args.exact}
     gold = calib_data.rows("gold", [gold_dir], **kw)
     mixed = calib_data.rows("gold+neg", [gold_dir, neg_dir], **kw)
     site1 = calib_data.rows("site1", [calib_data.same_site(1)], **kw)

@@ -168,3 +168,28 @@ def test_calibrate_sentence_shares_fill_decided_rows_from_the_pages(tmp_path, mo
     out = calib_data.sentence_shares(rows)
     assert [r["scores"]["chunks"] for r in out] == [1.0, 0.0, None, None]
     assert list((tmp_path / "cache" / "chunks").glob("*.pkl"))  # the pages' simhashes are kept for the next run
+
+
+def test_calibrate_exact_containments_read_the_whole_pages(tmp_path):
+    """calibrate.py --exact (a what-if): a decided row's containment is that of the two pages' whole shingle
+    sets, over the smaller one, not the sketches' estimate; a row of a page too short to measure, or one the
+    decision did not make, keeps its figure."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import calib_data
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    words = [f"w{i:04d}x" for i in range(1200)]  # 1,196 distinct 5-grams: more than a page's 256-key sketch
+
+    def page(name: str, ws: list[str]) -> str:
+        path = tmp_path / f"{name}.html"
+        lines = [" ".join(ws[i:i + 24]) + "." for i in range(0, len(ws), 24)]
+        path.write_text("<html><body><article>" + "".join(f"<p>{s}</p>" for s in lines) + "</article></body></html>")
+        return str(path)
+
+    whole, half, tiny = page("whole", words), page("half", words[:600]), page("tiny", words[:6])
+    rows = [{"path": half, "nearest_path": whole, "rule": "below_decision", "scores": {"containment": 0.1}},
+            {"path": tiny, "nearest_path": whole, "rule": "below_decision", "scores": {"containment": 0.2}},
+            {"path": half, "nearest_path": whole, "rule": "content_hash", "scores": {"containment": 0.3}}]
+    out = calib_data.exact_containments(rows)
+    assert [r["scores"]["containment"] for r in out] == [1.0, 0.2, 0.3]

@@ -16,6 +16,15 @@ def test_tokenize_unicode_scripts():
     assert tokenize("don't stop") == ["don't", "stop"]
 
 
+def test_marks_typed_for_an_apostrophe_are_one_inside_a_word():
+    # goldset-dev's Media_Savvy pages: "Bindi‘s" (a left quote, cp1252 0x91) on one site, "Bindi's" on another
+    for word in ("Bindi's", "Bindi’s", "Bindi‘s", "Bindiʼs", "Bindi´s", "Bindi`s"):
+        assert tokenize(f"{word} father") == ["bindi's", "father"], word
+    # a quote mark outside a word still separates as before
+    assert tokenize("‘quoted’ and `ticked` ´accent´") == ["quoted", "and", "ticked", "accent"]
+    assert tokenize("rock ‘n’ roll") == ["rock", "n", "roll"]
+
+
 def test_normalizer_stopwords_stemming_and_mapping():
     n = Normalizer()
     assert n.terms("the of and") == []
