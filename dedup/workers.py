@@ -10,7 +10,9 @@ re-import the parent's ``__main__`` script, which starts the crawl again in ever
 script (a ``CrawlerProcess`` script, as Scrapy's docs write them) has no ``if __name__ ==
 "__main__"`` guard, and ``fork`` copies a multi-threaded process (Twisted's thread pool), which can
 deadlock. These workers are fresh interpreters (``python -c``) that import only this module and what
-the functions need, talking over a socket pair with :mod:`multiprocessing.connection`'s framing.
+the functions need, talking over a socket pair with :mod:`multiprocessing.connection`'s framing. Each worker
+has a thread that sends its calls and one that reads its answers: ``submit`` only queues, so a crawl's
+reactor never waits on the socket of a worker still busy with the pages before.
 
 A worker that dies fails the futures it held with :class:`WorkerDied`; callers redo that work
 themselves (nothing is lost) and the pool carries on with the workers left.
@@ -26,6 +28,7 @@ import json
 import logging
 import os
 import pickle
+import queue
 import signal
 import socket
 import subprocess
@@ -97,8 +100,44 @@ class _Worker:
         self.pending: dict[int, Future] = {}
         self.alive = True
         self.send_lock = threading.Lock()
+        # the calls to send, in order: a thread writes them, so the caller's thread (a crawl's reactor) never
+        # waits on the socket of a worker busy with the pages sent before (a 64-page burst to one busy worker:
+        # 128 ms of waits in the caller, up to 10 ms one; ~0.05 ms a call queued)
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()
         self.reader = threading.Thread(target=self._read, name=f"dedup-worker-{number}", daemon=True)
+        self.writer = threading.Thread(target=self._write, name=f"dedup-worker-{number}-send", daemon=True)
         self.reader.start()
+        self.writer.start()
+
+    def _fail(self, seq: int, exc: Exception) -> None:
+        future = self.pending.pop(seq, None)
+        if future is not None and not future.done():
+            future.set_exception(exc)
+
+    def _write(self) -> None:
+        """Send the queued calls, then (``None`` queued by :meth:`WorkerPool.close`) the stop message."""
+        while True:
+            message = self.outbox.get()
+            if message is None or not self.alive:
+                if message is None:  # the pool is closing: after every call queued before
+                    try:
+                        with self.send_lock:
+                            self.conn.send(None)
+                    except (OSError, ValueError):
+                        pass
+                    return
+                self._fail(message[0], WorkerDied(f"dedup worker {self.number} is gone"))
+                continue
+            seq, fn, _ = message
+            try:
+                with self.send_lock:
+                    self.conn.send(message)
+            except (OSError, ValueError) as exc:  # the worker is gone (broken pipe, closed connection)
+                self.alive = False
+                self._fail(seq, WorkerDied(f"dedup worker {self.number} is gone: {exc}"))
+            except Exception as exc:  # noqa: BLE001 - arguments that cannot be pickled: the call fails, not the worker
+                self._fail(seq, WorkerError(f"the arguments of {getattr(fn, '__qualname__', fn)} cannot be sent "
+                                            f"to a worker: {type(exc).__name__}: {exc}"))
 
     def _read(self) -> None:
         why = ""
@@ -162,27 +201,19 @@ class WorkerPool:
         return [self._send(w, fn, args) for w in self._workers if w.alive]
 
     def _send(self, worker: _Worker, fn: Callable[..., Any], args: tuple) -> Future:
+        """Queue the call for ``worker``'s sending thread (this thread does not wait on its socket)."""
         future: Future = Future()
         seq = next(self._seq)
         worker.pending[seq] = future
-        try:
-            with worker.send_lock:
-                worker.conn.send((seq, fn, args))
-        except (OSError, ValueError) as exc:  # the worker is gone (broken pipe, closed connection)
-            worker.pending.pop(seq, None)
-            worker.alive = False
-            future.set_exception(WorkerDied(f"dedup worker {worker.number} is gone: {exc}"))
+        worker.outbox.put((seq, fn, args))
         return future
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop the workers (each finishes its current call), then reap them."""
-        # a stop message, not closing our end: a reader thread blocked on it keeps the socket open
+        """Stop the workers (each finishes the calls sent to it before), then reap them."""
+        # a stop message after the queued calls, not closing our end: a reader thread blocked on it keeps the
+        # socket open
         for w in self._workers:
-            try:
-                with w.send_lock:
-                    w.conn.send(None)
-            except (OSError, ValueError):
-                pass
+            w.outbox.put(None)
         for w in self._workers:
             try:
                 w.proc.wait(timeout=timeout)
@@ -191,6 +222,7 @@ class WorkerPool:
                 w.proc.kill()
                 w.proc.wait()
             w.reader.join(timeout=timeout)  # the worker's exit closed its end: the reader saw EOF
+            w.writer.join(timeout=timeout)
             w.conn.close()
         self._workers = []
 

@@ -85,3 +85,21 @@ def test_a_process_keeps_what_it_made_once_per_key():
     first = featurizer_for(DedupConfig())  # what features_from_source uses: the process keeps one per settings
     kept = len(this_process)
     assert featurizer_for(DedupConfig()) is first and len(this_process) == kept
+
+
+def test_submit_does_not_wait_for_a_busy_worker():
+    """The caller's thread (a crawl's reactor) only queues a call: sending it, however big, is the pool's
+    sending thread's wait. Before, 10 MB sent to a worker busy for 3 s waited in the caller until it read."""
+    with WorkerPool(1) as pool:
+        busy = pool.submit(time.sleep, 3)
+        big = [pool.submit(len, b"x" * 1_000_000) for _ in range(10)]  # far beyond a socket's buffer
+        assert not busy.done()  # every call above was handed over while the worker slept
+        assert [f.result(timeout=60) for f in big] == [1_000_000] * 10 and busy.result(timeout=60) is None
+
+
+def test_a_call_whose_arguments_cannot_be_sent_fails_alone():
+    with WorkerPool(1) as pool:
+        bad = pool.submit(len, threading.Lock())
+        with pytest.raises(WorkerError, match="cannot be sent to a worker"):
+            bad.result(timeout=60)
+        assert pool.size == 1 and pool.submit(len, "abcd").result(timeout=60) == 4
