@@ -154,11 +154,8 @@ def exact_containments(out: list[dict[str, Any]], extractor: str | None = None) 
     of shingles (a featurizer keeping every shingle hash), in place of the sketches' estimate: a what-if of how
     much the sketch (256 keys a page, 128 a record) costs the decision. A pair of which a page has fewer
     than ``min_shingles`` keeps its row's figure (resemblance stands in there, as in a check)."""
-    import numpy as np
+    from dedup.deduplicator import DedupConfig, containment
 
-    from dedup.deduplicator import DedupConfig
-
-    config = DedupConfig(**({"extractor": extractor} if extractor else {}))
     whole = DedupConfig(**({"extractor": extractor} if extractor else {}), sketch=1 << 30)
     made: dict[str, Any] = {}
 
@@ -170,9 +167,8 @@ def exact_containments(out: list[dict[str, Any]], extractor: str | None = None) 
     for r in out:
         if r.get("nearest_path") and r["rule"] in DECIDED and "containment" in r["scores"]:
             a, b = shingles(r["path"]), shingles(r["nearest_path"])
-            if min(a.size, b.size) >= config.min_shingles:
-                shared = np.intersect1d(a, b, assume_unique=True).size
-                r["scores"] = {**r["scores"], "containment": round(shared / min(a.size, b.size), 4)}
+            if min(a.size, b.size) >= whole.min_shingles:  # whole sets: the check's estimate is exact on them
+                r["scores"] = {**r["scores"], "containment": round(containment(a, a.size, b, b.size)[0], 4)}
     return out
 
 

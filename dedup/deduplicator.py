@@ -268,6 +268,13 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
 
 
+def _with_cuts(verdict: Verdict, truncated: dict | None) -> Verdict:
+    """``verdict`` saying how its page was cut before it was read (``scores["truncated"]``), if it was."""
+    if truncated:
+        verdict.scores["truncated"] = dict(truncated)
+    return verdict
+
+
 def chunk_share(a: np.ndarray, b: np.ndarray, k: int = 3) -> float:
     """Seed 003: share of the shorter page's sentence simhashes within ``k`` bits of one in the other."""
     if a.size == 0 or b.size == 0:
@@ -410,10 +417,8 @@ class Deduplicator:
         """:meth:`check`; ``same_url``: a record of the page's own URL holding its content is this page
         (refetched), not a page it copies."""
         # the page's keys in the records' compact form (dedup.record)
-        verdict = self._check(Query.of_page(page, f), page.extraction, own, page.url if same_url else None)
-        if page.truncated:
-            verdict.scores["truncated"] = dict(page.truncated)
-        return verdict
+        return _with_cuts(self._check(Query.of_page(page, f), page.extraction, own, page.url if same_url else None),
+                          page.truncated)
 
     def check_record(self, record: Record) -> Verdict:
         """The verdict for a page known by its stored :class:`Record` (the final pass of a sliced
@@ -423,10 +428,9 @@ class Deduplicator:
         them, an estimate from what the record holds (its shingle sketch and heaviest terms, not the whole
         sets: see :class:`Query`), so a caller that must decide as the page does decides those again
         from the page's features."""
-        verdict = self._check(Query.of_record(record), str(record.extra.get("extraction", "")))
-        if record.extra.get("truncated"):  # how its page was cut before it was read (Features.to_record)
-            verdict.scores["truncated"] = dict(record.extra["truncated"])
-        return verdict
+        # the record keeps how its page was cut before it was read (Features.to_record)
+        return _with_cuts(self._check(Query.of_record(record), str(record.extra.get("extraction", ""))),
+                          record.extra.get("truncated"))
 
     def query_features(self, page: Page, features: Features) -> dict[str, Any]:
         """What :meth:`check` compares of ``page`` (the query side: the whole term vector, the whole
@@ -440,10 +444,7 @@ class Deduplicator:
     def check_query_features(self, data: dict[str, Any]) -> Verdict:
         """The verdict :meth:`check` gives the page ``data`` was made from (:meth:`query_features`),
         against the index (not changed). Raises ``ValueError`` for a form of another version."""
-        verdict = self._check(Query.from_dict(data), str(data.get("extraction") or ""))
-        if data.get("truncated"):
-            verdict.scores["truncated"] = dict(data["truncated"])
-        return verdict
+        return _with_cuts(self._check(Query.from_dict(data), str(data.get("extraction") or "")), data.get("truncated"))
 
     def add_record(self, record: Record, verdict: Verdict) -> int:
         """Add a copy of ``record`` (a page checked with :meth:`check_record`) with ``verdict``'s status

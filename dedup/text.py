@@ -54,10 +54,11 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 # looks at the apostrophe and the character before it)
 _LONE_APOSTROPHE = re.compile(r"'(?:(?<![a-z0-9]')|(?![a-z0-9]))")
 _ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not ("a" <= c <= "z" or "0" <= c <= "9" or c == "'")})
-#: marks pages type for an apostrophe: the left quote (a Windows-1252 0x91 for 0x92, 38 of goldset-dev's
-#: pages: "Bindi‘s"), the modifier letter, the acute accent and the backtick. Read as "'" by tokenize, so
-#: "Bindi‘s" and "Bindi's" are one word (the other way, "bindi" + "s", a shingle in five was lost)
-_APOSTROPHE_LIKE = ("‘", "ʼ", "´", "`")
+#: what pages type for an apostrophe besides "'": the right quote, the left quote (a Windows-1252 0x91 for
+#: 0x92, 38 of goldset-dev's pages: "Bindi‘s"), the modifier letter, the acute accent and the backtick. Read
+#: as "'" by tokenize, so "Bindi‘s" and "Bindi's" are one word (the other way, "bindi" + "s", a shingle in
+#: five was lost); outside a word the lone-apostrophe rule makes each a space
+_APOSTROPHE_LIKE = ("’", "‘", "ʼ", "´", "`")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9\u00C0-\u024F" + _CJK + r"])")
 
 _ADJ_MARKER = re.compile(r"\([^()]*\)$")  # as nltk strips it
@@ -104,11 +105,9 @@ def _nltk():
 
 def tokenize(text: str) -> list[str]:
     """Lowercased word tokens; CJK runs become character bigrams (a lone character stays)."""
-    text = text.lower().replace("’", "'")  # the token pattern takes either apostrophe inside a word
+    text = text.lower()
     for mark in _APOSTROPHE_LIKE:
         if mark in text:
-            # a mark pages type for an apostrophe ("Bindi‘s", "don´t", "it`s"): inside a word it is one,
-            # elsewhere the lone-apostrophe rule below makes it a space as before
             text = text.replace(mark, "'")
     if not text.isascii():
         if _CJK_RUN.search(text):

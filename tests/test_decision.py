@@ -188,8 +188,15 @@ def test_calibrate_exact_containments_read_the_whole_pages(tmp_path):
         return str(path)
 
     whole, half, tiny = page("whole", words), page("half", words[:600]), page("tiny", words[:6])
+    # its first 600 words the whole page's, then 600 others: 596 of the 1,196 5-grams of each are shared
+    mixed = page("mixed", words[:600] + [f"v{i:04d}y" for i in range(600)])
     rows = [{"path": half, "nearest_path": whole, "rule": "below_decision", "scores": {"containment": 0.1}},
             {"path": tiny, "nearest_path": whole, "rule": "below_decision", "scores": {"containment": 0.2}},
-            {"path": half, "nearest_path": whole, "rule": "content_hash", "scores": {"containment": 0.3}}]
+            {"path": half, "nearest_path": whole, "rule": "content_hash", "scores": {"containment": 0.3}},
+            {"path": mixed, "nearest_path": whole, "rule": "decision", "scores": {"containment": 0.4}}]
     out = calib_data.exact_containments(rows)
-    assert [r["scores"]["containment"] for r in out] == [1.0, 0.2, 0.3]
+    assert [r["scores"]["containment"] for r in out] == [1.0, 0.2, 0.3, round(596 / 1196, 4)]
+    # the sketches' estimate of the same pair is another figure: the whole sets were read
+    from dedup.deduplicator import DedupConfig, containment
+    a, b = (calib_data.file_features(p, DedupConfig()) for p in (mixed, whole))
+    assert round(containment(a.shingles, a.shingle_count, b.shingles, b.shingle_count)[0], 4) != round(596 / 1196, 4)
