@@ -317,7 +317,7 @@ def margins(cv: dict[str, Any], gold: list[dict[str, Any]], mixed: list[dict[str
 
 
 def _short(r: dict[str, Any]) -> str:
-    chunks = r["scores"].get("chunks")
+    chunks = r.get("scores", {}).get("chunks")  # the --group rows keep no scores
     return f"{Path(r['path']).parent.name}/{Path(r['path']).stem}" + ("" if chunks is None else f" chunks {chunks}")
 
 

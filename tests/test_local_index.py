@@ -941,3 +941,31 @@ def test_schema4_rows_hold_key_bytes_and_no_ref_id(tmp_path):
     db.close()
     assert rows == [(bytes.fromhex("ab" * 16), bytes.fromhex("cd" * 8), None), ("", "", None),
                     ("AB" * 16, "not hex at all!!", None)]
+
+
+def test_ctrl_c_inside_usearch_is_a_keyboard_interrupt():
+    """usearch answers a SIGINT that lands while it adds or searches with its own RuntimeError('Operation has
+    been terminated'): `dedup reindex` then printed a traceback instead of its one line (a rare flake of
+    test_reindex's Ctrl-C test). Inside ``interruptible`` it is a KeyboardInterrupt again."""
+    import threading
+
+    from usearch.index import Index
+
+    from index.local.vectors import interruptible
+
+    vectors = Index(ndim=150, metric="cos", dtype="i8")
+    batch = np.random.default_rng(3).integers(-100, 100, (20_000, 150), dtype=np.int8)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for start in range(0, 10**9, batch.shape[0]):  # until the signal lands (nearly always in add)
+                with interruptible():
+                    vectors.add(np.arange(start, start + batch.shape[0], dtype=np.uint64), batch)
+    finally:
+        timer.cancel()
+    kept = len(vectors)  # usearch keeps the vectors it had placed and stays usable
+    vectors.add(np.uint64(10**12), batch[0])
+    assert len(vectors) == kept + 1
+    with pytest.raises(RuntimeError, match="other"), interruptible():  # any other error passes through
+        raise RuntimeError("other")

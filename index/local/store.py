@@ -37,7 +37,7 @@ from .cache import DEFAULT_SIZE as _CACHE_SIZE, RecordCache
 from .records import COLUMNS as _COLUMNS, DB_NAME, encode_blob, key_value, record_of_row, signature_of_blob, to_signed, \
     url_key
 from .vectors import CENTRED, DEFAULT_VECTOR_DTYPE, DEFAULTS as _DEFAULTS, STORED_COSINE as _STORED_COSINE, \
-    VECTOR_DTYPES, SignatureVectors, search_centred, search_width
+    VECTOR_DTYPES, SignatureVectors, interruptible, search_centred, search_width
 
 __all__ = ["LocalIndex", "SCHEMA_VERSION", "DEFAULT_K", "DEFAULT_BLOCKS"]
 
@@ -374,7 +374,8 @@ class LocalIndex(SignatureVectors):
             if width != self._vectors.expansion_search:
                 self._vectors.expansion_search = width
             if not self._centred:
-                matches = self._vectors.search(q, min(int(n), size), exact=size < self.exact_below)
+                with interruptible():
+                    matches = self._vectors.search(q, min(int(n), size), exact=size < self.exact_below)
                 keys = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
                 sims = 1.0 - np.asarray(matches.distances, dtype=np.float64).reshape(-1)
                 return [(int(i), float(s)) for i, s in zip(keys.tolist(), sims.tolist()) if s >= floor]

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from .records import DB_NAME, signature_of_blob
 
 __all__ = ["SignatureVectors", "VECTORS_NAME", "STATS_NAME", "VECTOR_DTYPES", "DEFAULT_VECTOR_DTYPE", "CENTRED",
            "OVERSAMPLE", "CENTRE_SAMPLE", "quantise_i8", "centred_cosines", "centre_rows",
-           "search_centred", "search_width"]
+           "search_centred", "search_width", "interruptible"]
 
 log = logging.getLogger("index.local")
 
@@ -48,6 +49,21 @@ STATS_FORMAT = 2  # 1 held fine codes beside vectors usearch had truncated: such
 # check(): least cosine between a stored (quantised) vector and its signature
 STORED_COSINE = {"i8": 0.999, "f16": 0.999, "f32": 0.999}
 _VECTOR_BATCH = 50_000  # signatures read and added to the vector index at a time when rebuilding it
+
+
+@contextmanager
+def interruptible():
+    """usearch checks for signals while it adds or searches and turns a Ctrl-C into its own
+    ``RuntimeError('Operation has been terminated')`` (the KeyboardInterrupt itself is lost): raise
+    KeyboardInterrupt again, so that a command interrupted there stops as it does elsewhere.  Nothing is
+    left half-made that a reopen does not mend: SQLite is the source of truth, and the vectors of an
+    interrupted add (usearch keeps those it had placed) are reconciled with it on open."""
+    try:
+        yield
+    except RuntimeError as exc:
+        if "terminated" not in str(exc):
+            raise
+        raise KeyboardInterrupt from exc
 
 
 def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -96,7 +112,8 @@ def search_centred(vectors, stats: np.ndarray, m: np.ndarray, q: np.ndarray, n: 
     q = np.asarray(q, dtype=np.float64).reshape(-1)
     z = q / np.linalg.norm(q) - m
     probe = z if np.linalg.norm(z) > 1e-9 else z + m
-    matches = vectors.search(quantise_i8(probe)[0], min(OVERSAMPLE * int(n), len(vectors)), exact=exact)
+    with interruptible():
+        matches = vectors.search(quantise_i8(probe)[0], min(OVERSAMPLE * int(n), len(vectors)), exact=exact)
     ids = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
     if not ids.size:
         return ids, np.zeros(0)
@@ -276,10 +293,12 @@ class SignatureVectors:
     def _add_vectors(self, keys: np.ndarray, sigs: np.ndarray) -> None:
         """Add signatures (float32 rows) under ``keys``: as they are, or centred with their stats."""
         if not self._centred:
-            self._vectors.add(keys, sigs)  # usearch copies the vectors in
+            with interruptible():
+                self._vectors.add(keys, sigs)  # usearch copies the vectors in
             return
         y, stats = self._centre_rows(sigs)
-        self._vectors.add(keys, quantise_i8(y))
+        with interruptible():
+            self._vectors.add(keys, quantise_i8(y))
         self._set_stats(keys.astype(np.int64), stats)
 
     def _save_vectors(self) -> None:
