@@ -955,15 +955,18 @@ def test_ctrl_c_inside_usearch_is_a_keyboard_interrupt():
 
     vectors = Index(ndim=150, metric="cos", dtype="i8")
     batch = np.random.default_rng(3).integers(-100, 100, (20_000, 150), dtype=np.int8)
+    # Python's own SIGINT handler (an earlier test of the session may have left Scrapy's or another one)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            for start in range(0, 10**9, batch.shape[0]):  # until the signal lands (nearly always in add)
+            for start in range(0, 20 * batch.shape[0], batch.shape[0]):  # until the signal lands (nearly always in add)
                 with interruptible():
                     vectors.add(np.arange(start, start + batch.shape[0], dtype=np.uint64), batch)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     kept = len(vectors)  # usearch keeps the vectors it had placed and stays usable
     vectors.add(np.uint64(10**12), batch[0])
     assert len(vectors) == kept + 1
