@@ -511,35 +511,25 @@ def group_cv(what: str, gold_dir: Path, neg_dir: Path, seed: int, train_seeds: l
     result["precision"] = round(correct / len(flagged), 4) if flagged else 1.0
     copies = [lift for (f, named, lift), r in zip(g, gold) if f and lift is not None and named == r["cluster"]]
     result["copy_lowest"] = round(min(copies), 3) if copies else None
-    m = _group_replay(mixed, fold_of.__getitem__, names, what)
-    result["negatives_flagged"] = sum(f for (f, _, _), r in zip(m, mixed) if r["cluster"] in negatives)
-    near = [(lift, _short(r)) for (f, named, lift), r in zip(m, mixed) if lift is not None and named != r["cluster"]
-            and (r["cluster"] in negatives or named in negatives)]
-    result["negatives_highest"] = max(near) if near else None
-    # the risk a held-out set does not show: every best's group PLUS sharing copies larger, as when a
-    # company's press release was kept with copies from other sites that carry its "About" paragraph, and
-    # its next release (another story) shares that paragraph alone
-    for plus in PLUS:
-        mp = _group_replay(mixed, fold_of.__getitem__, names, what, plus=plus)
-        nearp = [(lift, _short(r)) for (f, named, lift), r in zip(mp, mixed) if lift is not None
-                 and named != r["cluster"] and (r["cluster"] in negatives or named in negatives)]
-        result[f"negatives_highest_plus{plus}"] = max(nearp) if nearp else None
-        result[f"negatives_flagged_plus{plus}"] = sum(f for (f, _, _), r in zip(mp, mixed) if r["cluster"] in negatives)
-    site_flagged, site_high = set(), (-99.0, "")
-    for w, b, lt in models:
-        for k, ((f, _, lift), r) in enumerate(zip(_group_replay(site1, lambda _c: (w, b, lt), names, what), site1)):
-            if f:
-                site_flagged.add(k)
-            if lift is not None and lift > site_high[0]:
-                site_high = (lift, _short(r))
-    result["site_flagged"], result["site_highest"] = len(site_flagged), site_high
-    for plus in PLUS:
-        flagged_plus = set()
+    # plus 0: as the held-out pages are; PLUS: the risk a held-out set does not show, every best's group that
+    # many sharing copies larger (as when a company's press release was kept with copies from other sites that
+    # carry its "About" paragraph, and its next release, another story, shares that paragraph alone)
+    for plus in (0, *PLUS):
+        tag = f"_plus{plus}" if plus else ""
+        m = _group_replay(mixed, fold_of.__getitem__, names, what, plus=plus)
+        result["negatives_flagged" + tag] = sum(f for (f, _, _), r in zip(m, mixed) if r["cluster"] in negatives)
+        near = [(lift, _short(r)) for (f, named, lift), r in zip(m, mixed) if lift is not None
+                and named != r["cluster"] and (r["cluster"] in negatives or named in negatives)]
+        result["negatives_highest" + tag] = max(near) if near else None
+        site_flagged, site_high = set(), (-99.0, "")
         for w, b, lt in models:
-            for k, (f, _, _) in enumerate(_group_replay(site1, lambda _c: (w, b, lt), names, what, plus=plus)):
+            for k, ((f, _, lift), r) in enumerate(zip(_group_replay(site1, lambda _c: (w, b, lt), names, what, plus),
+                                                      site1)):
                 if f:
-                    flagged_plus.add(k)
-        result[f"site_flagged_plus{plus}"] = len(flagged_plus)
+                    site_flagged.add(k)
+                if lift is not None and lift > site_high[0]:
+                    site_high = (lift, _short(r))
+        result["site_flagged" + tag], result["site_highest" + tag] = len(site_flagged), site_high
     final = _group_choose(train, names, l2, negatives, margin)
     result["weights"] = dict(zip(names, (round(float(v), 3) for v in final[0])))
     result["bias"], result["threshold"] = round(final[1], 3), round(float(1 / (1 + np.exp(-final[2]))), 2)

@@ -943,32 +943,34 @@ def test_schema4_rows_hold_key_bytes_and_no_ref_id(tmp_path):
                     ("AB" * 16, "not hex at all!!", None)]
 
 
-def test_ctrl_c_inside_usearch_is_a_keyboard_interrupt():
+def test_ctrl_c_inside_usearch_is_a_keyboard_interrupt(tmp_path):
     """usearch answers a SIGINT that lands while it adds or searches with its own RuntimeError('Operation has
     been terminated'): `dedup reindex` then printed a traceback instead of its one line (a rare flake of
-    test_reindex's Ctrl-C test). Inside ``interruptible`` it is a KeyboardInterrupt again."""
+    test_reindex's Ctrl-C test). The index's own add path raises KeyboardInterrupt again, and the index
+    reopened after it holds exactly SQLite's records (the vectors usearch had placed are reconciled away)."""
     import threading
-
-    from usearch.index import Index
 
     from index.local.vectors import interruptible
 
-    vectors = Index(ndim=150, metric="cos", dtype="i8")
-    batch = np.random.default_rng(3).integers(-100, 100, (20_000, 150), dtype=np.int8)
-    # Python's own SIGINT handler (an earlier test of the session may have left Scrapy's or another one)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            for start in range(0, 20 * batch.shape[0], batch.shape[0]):  # until the signal lands (nearly always in add)
-                with interruptible():
-                    vectors.add(np.arange(start, start + batch.shape[0], dtype=np.uint64), batch)
-    finally:
-        timer.cancel()
-        signal.signal(signal.SIGINT, previous)
-    kept = len(vectors)  # usearch keeps the vectors it had placed and stays usable
-    vectors.add(np.uint64(10**12), batch[0])
-    assert len(vectors) == kept + 1
+    records = make_records(30, seed=5)
+    batch = np.random.default_rng(3).random((20_000, DIM), dtype=np.float32)
+    with LocalIndex(tmp_path / "ix") as ix:
+        for r in records:
+            ix.add(r)
+        # Python's own SIGINT handler (a background `make test` starts with SIGINT ignored)
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                for start in range(1000, 1000 + 20 * len(batch), len(batch)):  # until the signal lands (in add)
+                    ix._add_vectors(np.arange(start, start + len(batch), dtype=np.uint64), batch)
+        finally:
+            timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+    with LocalIndex(tmp_path / "ix") as ix:
+        report = ix.check(sample=None)
+        assert report["ok"] and report["vectors"] == report["records"] == 30, report
+        assert records[7].id in [i for i, _ in ix.nearest(records[7].signature, REF, 5, -1.0)]
     with pytest.raises(RuntimeError, match="other"), interruptible():  # any other error passes through
         raise RuntimeError("other")
