@@ -53,6 +53,7 @@ def main(argv=None) -> int:
     from dedup.deduplicator import Deduplicator
     from dedup.encoding import decode_html
     from dedup.extractcheck import checked_text, list_share
+    from dedup.indexmarks import unindexed
     from dedup.text import split_sentences
     from index.local import LocalIndex
 
@@ -79,21 +80,34 @@ def main(argv=None) -> int:
             same = pg._href_host(href.strip(), own) == own if same is None else same
             (page.anchors_same if same else page.anchors_other).append(label)
 
-    def scanned_page(html, url, native):
-        """The decoding, the C scan and the anchors' hosts of parse_page: (text, page, scan, lazy tree)."""
-        text, encoding = timed("decode", decode_html, html, None)
-        page = pg.Page(url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
-        own = pg._host(url)
+    def scanned_page(text, page, native):
+        """The C scan and the anchors' hosts of parse_page's read of ``text``: (page, scan, lazy tree)."""
+        own = pg._host(page.url)
         step = "native scan (C: fields, lines, prose, teasers)" if native else "C scan (fields, teasers, one <article>)"
         scanned = timed(step, pg._c_scan, text, True, own, native, ex.MAX_TAGS)
         (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,
          *_) = scanned
         timed("anchors' hosts (Python)", hosts, page, anchors, own)
-        return text, page, scanned, cache(lambda: ex.lxml_tree(text))
+        return page, scanned, cache(lambda: ex.lxml_tree(text))
 
-    def native_steps(html, url):
-        """parse_page(extractor="native"), step by step."""
-        text, page, scanned, tree = scanned_page(html, url, True)
+    def steps(html, url, read):
+        """parse_page, step by step: decode, ``read`` the text (``read(text, page)``: ``(page, marked)``),
+        and read it again without its parts marked as not for indexing (dedup.indexmarks) when the scan
+        met a marker, keeping that reading unless it leaves too little text, as parse_page does."""
+        text, encoding = timed("decode", decode_html, html, None)
+        new = partial(pg.Page, url=url, encoding=encoding, url_tokens=pg.url_tokens(url))
+        page, marked = read(text, new())
+        if marked:
+            cut = timed("index markers (the text without them)", unindexed, text)
+            if cut is not text:
+                again, _ = read(cut, new(truncated={"unindexed": [len(text), len(cut)]}))
+                if not ex.too_little(again.text):
+                    return again
+        return page
+
+    def native_read(text, page):
+        """parse_page(extractor="native")'s read of a decoded text, step by step."""
+        page, scanned, tree = scanned_page(text, page, True)
         teasers, prose = ex.main_teasers(scanned[8], scanned[7]), scanned[10]
         listing = timed("listing reader (teasers)", ex._scanned_listing, prose, teasers, "native")
         if listing is not None:
@@ -107,7 +121,30 @@ def main(argv=None) -> int:
                                            page.anchors_same + page.anchors_other, tree, others)
         page.list_share = round(list_share(page.text), 4)
         page.sentences = timed("sentences (punkt)", split_sentences, page.text)
-        return page
+        return page, scanned[12]
+
+    def resiliparse_read(text, page):
+        """parse_page(extractor="resiliparse")'s read of a decoded text, step by step."""
+        page, scanned, tree = scanned_page(text, page, False)
+        teasers, article = scanned[8], scanned[11]
+        heads = {h for _, h in page.headings}
+        raw = timed("resiliparse main content", extract_plain_text, (article and article[2]) or text,
+                    **ex._RESILIPARSE)
+        prose = timed("prose and heading lines", lambda: ex._prose(ex._lines(raw), heads))
+        listing = timed("listing reader (teasers)", ex._scanned_listing, prose, teasers, "resiliparse")
+        if listing is not None:
+            main, method = listing
+        elif ex.too_little(prose):
+            main, method = timed("lxml parse + trafilatura fallback", slow_extract, text, tree, heads,
+                                 ((article and article[2]), teasers))
+        else:
+            main, method = prose, "resiliparse"
+        others = (("trafilatura", lambda: ex.trafilatura_text(text, tree)),) if method == "resiliparse" else ()
+        page.text, page.extraction = timed("navigation check", checked_text, main, method,
+                                           page.anchors_same + page.anchors_other, tree, others)
+        page.list_share = round(list_share(page.text), 4)
+        page.sentences = timed("sentences (punkt)", split_sentences, page.text)
+        return page, scanned[12]
 
     def _decide(page):
         terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
@@ -117,36 +154,11 @@ def main(argv=None) -> int:
             timed("insert", dedup.add, page, features, verdict)
 
     parsed, htmls = [], []
+    read = native_read if args.extractor == "native" else resiliparse_read
     try:
         for _, url, html in pages:
-            if args.extractor == "native":
-                page = native_steps(html, url)
-                if asdict(page) != asdict(pg.parse_page(html, url, extractor="native")):
-                    raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
-                parsed.append(page)
-                htmls.append((html, url))
-                _decide(page)
-                continue
-            text, page, scanned, tree = scanned_page(html, url, False)
-            teasers, article = scanned[8], scanned[11]
-            heads = {h for _, h in page.headings}
-            raw = timed("resiliparse main content", extract_plain_text, (article and article[2]) or text,
-                        **ex._RESILIPARSE)
-            prose = timed("prose and heading lines", lambda: ex._prose(ex._lines(raw), heads))
-            listing = timed("listing reader (teasers)", ex._scanned_listing, prose, teasers, "resiliparse")
-            if listing is not None:
-                main, method = listing
-            elif ex.too_little(prose):
-                main, method = timed("lxml parse + trafilatura fallback", slow_extract, text, tree, heads,
-                                     ((article and article[2]), teasers))
-            else:
-                main, method = prose, "resiliparse"
-            others = (("trafilatura", lambda: ex.trafilatura_text(text, tree)),) if method == "resiliparse" else ()
-            page.text, page.extraction = timed("navigation check", checked_text, main, method,
-                                               page.anchors_same + page.anchors_other, tree, others)
-            page.list_share = round(list_share(page.text), 4)
-            page.sentences = timed("sentences (punkt)", split_sentences, page.text)
-            if asdict(page) != asdict(pg.parse_page(html, url)):
+            page = steps(html, url, read)
+            if asdict(page) != asdict(pg.parse_page(html, url, extractor=args.extractor)):
                 raise SystemExit(f"{url}: the steps made another page than parse_page: update this script")
             parsed.append(page)
             htmls.append((html, url))
