@@ -69,7 +69,8 @@ def default_dropped_log(uri: str) -> str:
 
 def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | None:
     """Why the index at ``uri`` cannot be used now, for a refusal in one line before a crawl starts, or
-    None: an embedded index another process holds (its lock), or an Elasticsearch cluster that does not
+    None: an embedded index another process holds (its lock) or that cannot be made where it is named (a
+    file on its path, a folder this user may not write), or an Elasticsearch cluster that does not
     answer within its retry budget (``retry_seconds`` of ``es_options``, DEDUP_ES_OPTIONS). Anything else
     (a bad URI, another error, no client) is None: opening the index reports it as before."""
     try:
@@ -77,9 +78,10 @@ def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | Non
         if scheme == "local":
             from pathlib import Path
 
-            from .local.lock import in_use
+            from .local.lock import cannot_make, in_use
 
-            return in_use(Path(_local_path(uri)))
+            path = Path(_local_path(uri))
+            return cannot_make(path) or in_use(path)
         from .elastic import IndexUnavailable, _split
         from .elastic.connect import connect
 

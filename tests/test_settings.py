@@ -305,6 +305,29 @@ def test_scrapy_crawl_fails_at_start_up(name, value, site_url, crawl, tmp_path):
     assert not (tmp_path / "index").exists() and not (tmp_path / "items.jsonl").exists()
 
 
+@pytest.mark.crawl
+def test_scrapy_crawl_stops_when_the_local_index_cannot_be_made(site_url, crawl, tmp_path):
+    """A user's report: DEDUP_INDEX under a file crashed the pipelines' open with ~120 lines of traceback
+    (NotADirectoryError, then Scrapy's AssertionError in CoreStats) after the spider opened."""
+    (tmp_path / "afile").write_text("not a folder")
+    result = crawl(site_url, tmp_path, "LOG_LEVEL=INFO", index=tmp_path / "afile" / "index")
+    assert result.returncode == 1, result.log[-2000:]
+    assert result.log.strip().splitlines() == [
+        f"scrapy-dedup: the local dedup index '{tmp_path / 'afile' / 'index'}' cannot be made: "
+        f"'{tmp_path / 'afile'}' is a file, not a folder"], result.log[-2000:]
+    assert not (tmp_path / "items.jsonl").exists()
+
+
+def test_cannot_make_creates_nothing(tmp_path):
+    from index.local.lock import cannot_make
+
+    assert cannot_make(tmp_path / "a" / "b" / "index") is None
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "f").write_text("")
+    assert "'" + str(tmp_path / "f") + "' is a file, not a folder" in cannot_make(tmp_path / "f" / "index")
+    assert "is a file, not a folder" in cannot_make(tmp_path / "f")
+
+
 # -- issue 15 item 4: unknown names --------------------------------------------------------------
 
 def test_unknown_dedup_setting_names_the_closest_known_one(caplog):

@@ -7,7 +7,7 @@ import fcntl
 import os
 from pathlib import Path
 
-__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release", "in_use"]
+__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release", "in_use", "cannot_make"]
 
 LOCK_NAME = "lock"
 
@@ -60,4 +60,20 @@ def in_use(path: Path) -> str | None:
         release(acquire(Path(path)))
     except IndexLocked as exc:
         return str(exc)
+    return None
+
+
+def cannot_make(path: Path) -> str | None:
+    """Why no local index can be opened for writing at ``path`` (a file where a folder is needed, a folder
+    this process may not write), or None; creates nothing. For the same check before a crawl starts: opening
+    the index later would fail in the pipelines, with a traceback, after the spider opened."""
+    path = Path(path)
+    probe = path
+    while not probe.exists() and probe.parent != probe:  # the deepest part of the path that exists
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"the local dedup index {str(path)!r} cannot be made: {str(probe)!r} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        what = "cannot be written" if probe == path else "cannot be made"
+        return f"the local dedup index {str(path)!r} {what}: this user may not write in {str(probe)!r}"
     return None
