@@ -6,8 +6,10 @@ being parsed) is "seen" and never scheduled again. This extension keeps, in
 ``JOBDIR/dedup-journal.sqlite`` (SQLite, WAL), every request that was scheduled and not yet
 decided, and replays them when the same job starts again:
 
-* a row is written (and committed) when a request is scheduled -- before the scheduler's
-  dupefilter marks it seen, so no request is ever seen without being journaled;
+* a row is written (and committed) when the scheduler takes a request -- before its dupefilter
+  marks it seen, so no request is ever seen without being journaled, and after every
+  ``request_scheduled`` handler, so a request one of them ignores (Scrapy's offsite filter raises
+  ``IgnoreRequest`` there for a link outside ``allowed_domains``) leaves no row;
 * it is deleted when the engine is done with the request: its response went through the
   callback, every item the callback produced went through the item pipelines (kept or dropped),
   and every request it produced was scheduled (and so journaled), or the download failed for
@@ -15,8 +17,11 @@ decided, and replays them when the same job starts again:
   request it came from in one transaction;
 * ``requests.seen`` is written through (:class:`FlushingDupeFilter`), so a request decided
   before a kill is not found again as a new link;
-* at start the rows left by the previous run are scheduled again (``dont_filter``); the stats say
-  how many (``dedup/journal/recovered``).
+* at start the rows left by the previous run are scheduled again, past the dupefilter (which has
+  seen them) but through the ``request_scheduled`` handlers: a row that one of them now ignores (a
+  link outside today's ``allowed_domains``, or a row an older version wrote for a filtered link) is
+  deleted, not fetched (``dedup/journal/ignored``); the stats say how many were recovered
+  (``dedup/journal/recovered``).
 
 The journal id travels in ``request.meta["dedup_journal_id"]`` (so through Scrapy's own disk
 queue too); a request whose id is already being processed in this run or was already decided is
@@ -75,11 +80,17 @@ class FlushingDupeFilter(RFPDupeFilter):
     add-on makes this the ``DUPEFILTER_CLASS`` unless the project chose its own.
     """
 
+    #: the request the journal is scheduling again (:meth:`RequestJournal._replay`), while it does: seen by
+    #: the run that journaled it, so not filtered (only that object: a request a callback makes with its meta is)
+    replaying: Request | None = None
+
     def is_seen(self, request: Request) -> bool:
         """Whether :meth:`request_seen` would filter ``request``, without marking it seen."""
         return not request.dont_filter and self._fingerprint(request) in self._fingerprints
 
     def request_seen(self, request: Request) -> bool:
+        if request is self.replaying:
+            return False
         seen = super().request_seen(request)
         if not seen and self.file:
             self.file.flush()
@@ -117,7 +128,6 @@ class RequestJournal:
                       crawler=crawler)
         crawler.signals.connect(journal.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(journal.spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(journal.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(journal.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(journal.response_received, signal=signals.response_received)
         crawler.signals.connect(journal.item_decided, signal=signals.item_scraped)
@@ -171,6 +181,8 @@ class RequestJournal:
         self.open()
         slot.remove_request = self._wrap_remove(slot.remove_request)
         slot.scheduler.next_request = self._wrap_next(slot.scheduler.next_request)  # type: ignore[method-assign]
+        # the engine calls it after every request_scheduled handler (any may ignore the request) and only then
+        slot.scheduler.enqueue_request = self._wrap_enqueue(slot.scheduler.enqueue_request)  # type: ignore[method-assign]
         dupefilter = getattr(slot.scheduler, "df", None)
         self.dupefilter = dupefilter if isinstance(dupefilter, FlushingDupeFilter) else None
         self._check_unjournaled_kill(spider)
@@ -184,7 +196,8 @@ class RequestJournal:
                             self.path, left, extra={"spider": spider})
         self.close()
 
-    def request_scheduled(self, request: Request, spider: Spider) -> None:
+    def journal_request(self, request: Request, spider: Spider) -> None:
+        """Journal ``request``, which the scheduler is about to take (see :meth:`_wrap_enqueue`)."""
         if self.db is None:
             return
         previous = request.meta.get(META_KEY)
@@ -273,6 +286,13 @@ class RequestJournal:
             remove(request)
         return remove_request
 
+    def _wrap_enqueue(self, enqueue: Callable[[Request], bool]) -> Callable[[Request], bool]:
+        def enqueue_request(request: Request) -> bool:
+            assert self.crawler is not None
+            self.journal_request(request, self.crawler.spider)
+            return enqueue(request)
+        return enqueue_request
+
     def _wrap_next(self, next_request: Callable[[], Request | None]) -> Callable[[], Request | None]:
         def wrapped() -> Request | None:
             while True:
@@ -342,7 +362,7 @@ class RequestJournal:
         rows = self.db.execute("SELECT id, url, data FROM requests ORDER BY id").fetchall()
         for journal_id, url in self.db.execute("SELECT journal_id, url FROM decided"):
             self.decided_before.setdefault(journal_id, set()).add(url)
-        recovered = 0
+        recovered = ignored = 0
         for journal_id, url, data in rows:
             try:
                 if data is None:
@@ -355,17 +375,32 @@ class RequestJournal:
                 self._delete(journal_id)
                 continue
             request.meta[META_KEY] = journal_id
-            request.dont_filter = True  # requests.seen already has it
+            if self.dupefilter is None:  # the project's own dupefilter: it would filter what requests.seen has
+                request.dont_filter = True  # (and the offsite filter then lets it through, as before)
             self.replaying.add(journal_id)
             self.replayed.add(journal_id)
-            self.crawler.engine.crawl(request)
+            if self.dupefilter is not None:
+                self.dupefilter.replaying = request
+            try:
+                self.crawler.engine.crawl(request)
+            finally:
+                if self.dupefilter is not None:
+                    self.dupefilter.replaying = None
+            if journal_id in self.replaying:  # a request_scheduled handler ignored it: the scheduler never took it
+                self.replaying.discard(journal_id)
+                self.replayed.discard(journal_id)
+                self._delete(journal_id)
+                ignored += 1
+                continue
             recovered += 1
         self._note_dropped_log(bool(rows))
         self._inc("dedup/journal/recovered", recovered)
+        self._inc("dedup/journal/ignored", ignored)
         self._inc("dedup/journal/lost", len(self.lost))
         if rows:
-            logger.info("Request journal %s: %d undecided request(s) of the previous run scheduled again%s",
+            logger.info("Request journal %s: %d undecided request(s) of the previous run scheduled again%s%s",
                         self.path, recovered, f", {len(self.lost)} could not be" if self.lost else "",
+                        f", {ignored} ignored (filtered when scheduled: offsite, ...)" if ignored else "",
                         extra={"spider": spider})
 
 

@@ -194,3 +194,55 @@ def test_a_misspelt_setting_stops_the_crawl_before_anything_is_written(site_url,
     warning = next(line for line in logfile.read_text().splitlines() if "DEDUP_ZZZ" in line)
     assert "WARNING" in warning and "DEDUP_INDEX" in warning, warning
     assert "DEDUP_ZZZ" not in proc.stderr
+
+
+def test_links_outside_allowed_domains_leave_no_journal_row_and_are_never_fetched(tmp_path):
+    """A user-seat finding: Scrapy's offsite filter ignores a link in a ``request_scheduled`` handler, after the
+    request journal had written its row; the row outlived every run ("keeps 6 undecided request(s)") and the
+    next run of the job replayed it with ``dont_filter``, past the offsite filter: the crawl left
+    ``allowed_domains``. Rows an older version left are ignored, not fetched."""
+    import pickle
+    import sqlite3
+
+    from scrapy import Request
+
+    from crawler.journal import JOURNAL_FILE
+    from crawler.sample_site import serve, stop
+
+    site = tmp_path / "site"
+    site.mkdir()
+    server, url = serve(directory=site)  # 127.0.0.1, a free port; the same server answers as localhost
+    offsite = url.replace("127.0.0.1", "localhost")
+    words = "harbour bridge ship crane tide dock ferry quay sail mast rope anchor wave gull pier".split()
+    for n in range(1, 4):
+        text = " ".join(words[(n * k) % len(words)] for k in range(200))
+        (site / f"p{n}.html").write_text(
+            f"<html><head><title>Page {n}</title></head><body><h1>Page {n}</h1><p>{text}</p>"
+            f'<a href="p{n % 3 + 1}.html">next</a> <a href="{offsite}off{n}.html">elsewhere</a></body></html>')
+        (site / f"off{n}.html").write_text(f"<html><body><p>off {n} {text}</p></body></html>")
+    root = userproject.write(tmp_path / "newsbot-project")
+    job = tmp_path / "job"
+    crawl = [sys.executable, "-m", "scrapy", "crawl", "news", "-a", f"start_url={url}p1.html",
+             "-s", f"JOBDIR={job}", "-s", f"DEDUP_INDEX=local://{tmp_path / 'index'}"]
+    try:
+        first = run(crawl, cwd=root, timeout=120)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert "'offsite/filtered':" in first.stderr and "'item_scraped_count': 3" in first.stderr, first.stderr[-3000:]
+        db = sqlite3.connect(job / JOURNAL_FILE)
+        assert db.execute("SELECT count(*) FROM requests").fetchone()[0] == 0
+        assert "undecided" not in first.stderr
+        # a row as the older journal wrote it for a filtered link
+        db.execute("INSERT INTO requests (url, data) VALUES (?, ?)",
+                   (f"{offsite}off1.html", pickle.dumps(Request(f"{offsite}off1.html").to_dict(), protocol=4)))
+        db.commit()
+        db.close()
+        second = run(crawl, cwd=root, timeout=120)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "'dedup/journal/ignored': 1" in second.stderr and "1 ignored" in second.stderr, second.stderr[-3000:]
+        fetched = [line for line in second.stderr.splitlines() if "Crawled (" in line and f"<GET {offsite}" in line]
+        assert not fetched, fetched
+        db = sqlite3.connect(job / JOURNAL_FILE)
+        assert db.execute("SELECT count(*) FROM requests").fetchone()[0] == 0
+        db.close()
+    finally:
+        stop(server)
