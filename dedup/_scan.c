@@ -1642,11 +1642,36 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     return result;
 }
 
+/* is_prose(line): dedup.extract._is_prose, the test above on a Python str (read in place, any kind) */
+static PyObject *py_is_prose(PyObject *self, PyObject *line) {
+    if (!PyUnicode_Check(line)) {
+        PyErr_Format(PyExc_TypeError, "is_prose() takes a str, not %.100s", Py_TYPE(line)->tp_name);
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(line);
+    const void *data = PyUnicode_DATA(line);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(line), words = 0, lettered = 0;
+    int has = 0;
+    for (Py_ssize_t k = 0; k <= len; k++) {
+        Py_UCS4 c = k < len ? PyUnicode_READ(kind, data, k) : ' ';
+        if (c == ' ') {
+            words++;
+            lettered += has;
+            has = 0;
+        } else if (!has && Py_UNICODE_ISALPHA(c)) {
+            has = 1;
+        }
+    }
+    return PyBool_FromLong(words >= LINE_WORDS && 2 * lettered >= words);
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
      "scan(html, main=True, own=None, lines=True, max_tags=-1): the tagged fields, the main-content lines, the "
      "teasers and (lines false) the one <article>'s source span of a page, in one pass (max_tags >= 0: main only "
      "when html holds at most that many '<')."},
+    {"is_prose", (PyCFunction)py_is_prose, METH_O,
+     "is_prose(line): at least 20 words (runs between single blanks), at least half of them holding a letter."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._scan", NULL, -1, methods};

@@ -379,6 +379,10 @@ def test_a_row_of_numbers_is_not_prose_to_the_scanner_nor_to_python():
     half = " ".join(["Lottery"] * 10 + ["7"] * 10)  # half the words hold a letter: prose, as before
     under = " ".join(["Zahlen\u00e4"] * 9 + ["7"] * 11)  # fewer than half (a non-ASCII word among them)
     story = " ".join(["The council voted on Tuesday to close the old bridge for repairs after cracks were found."] * 2)
+    words = ex.MIN_WORDS  # the scanner's LINE_WORDS
+    assert ex._is_prose(" ".join(["word"] * words)) and not ex._is_prose(" ".join(["word"] * (words - 1)))
+    with pytest.raises(TypeError, match="takes a str"):
+        ex._is_prose(b"bytes")  # type: ignore[arg-type]
     for line, prose in ((numbers, False), (half, True), (under, False), (story, True)):
         assert ex._is_prose(line) is prose, line
         html = f"<html><body><p>{story}</p><p>{line}</p></body></html>"
