@@ -58,13 +58,16 @@ def unpost(db: sqlite3.Connection, record_id: int, keys: np.ndarray) -> None:
 
 def find(db: sqlite3.Connection, keys: np.ndarray, min_shared: int, n: int) -> list[tuple[int, int]]:
     """``(record id, shared keys)`` of the records with at least ``min_shared`` posted keys among ``keys``,
-    most first, then by id, at most ``n`` (:func:`dedup.store.rank_contained`). One primary-key probe a key."""
+    most first, then by id, at most ``n`` (:func:`dedup.store.rank_contained`). One primary-key probe a key,
+    counted by SQLite (a row a record, not a row a shared key: ~0.22 ms a query on goldset-dev where counting
+    the rows in Python took ~0.25)."""
     shared: dict[int, int] = {}
     stored = (np.asarray(keys, dtype=np.int64) - _OFFSET).tolist()
     for i in range(0, len(stored), _SQL_VARS):
         part = stored[i:i + _SQL_VARS]
-        for (rid,) in db.execute(f"SELECT record FROM contained WHERE key IN ({','.join('?' * len(part))})", part):
-            shared[rid] = shared.get(rid, 0) + 1
+        for rid, count in db.execute(f"SELECT record, count(*) FROM contained WHERE key IN "
+                                     f"({','.join('?' * len(part))}) GROUP BY record", part):
+            shared[rid] = shared.get(rid, 0) + count
     return rank_contained(shared, min_shared, n)
 
 
