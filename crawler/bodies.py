@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator, Iterable
 from itemadapter import ItemAdapter
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
-from scrapy.http import TextResponse
+from scrapy.http import Request, TextResponse
 
 from .config import is_enabled, settings_of
 
@@ -57,7 +57,9 @@ class ResponseBodyMiddleware:
         return cls(settings_of(crawler).html_field)
 
     def _mark(self, response: Any, out: Any) -> Any:
-        if not isinstance(response, TextResponse) or not ItemAdapter.is_item(out):
+        # most of a callback's output is its links: a Request is passed on at once (ItemAdapter.is_item
+        # takes ~3 us, ~0.3 ms a page of 130 links, bench_crawl's site)
+        if isinstance(out, Request) or not isinstance(response, TextResponse) or not ItemAdapter.is_item(out):
             return out
         adapter = ItemAdapter(out)
         value = adapter.get(self.html_field)
