@@ -168,7 +168,7 @@ def main(argv=None) -> int:
     pps = {name: n / cpu[name] for name in names}
     rows = [[name, round(pps[name], 1), round(cpu[name] / n * 1e3, 3), round(n / wall[name], 1),
              m[name]["precision"], m[name]["recall"], m[name]["f1"]] for name in names]
-    res.table("HTML -> verdict on goldset-dev, same pages, same order",
+    res.table(f"HTML -> verdict on {Path(args.goldset).name}, same pages, same order",
               ["pipeline", "pages/s (CPU)", "ms/page (CPU)", "pages/s (wall)", "precision", "recall", "F1"], rows,
               note=f"{n} pages, seed {args.seed}; LSH threshold {THRESHOLD}, num_perm 128")
     ours, rp, tf, alt = names
