@@ -21,7 +21,12 @@ decided, and replays them when the same job starts again:
   seen them) but through the ``request_scheduled`` handlers: a row that one of them now ignores (a
   link outside today's ``allowed_domains``, or a row an older version wrote for a filtered link) is
   deleted, not fetched (``dedup/journal/ignored``); the stats say how many were recovered
-  (``dedup/journal/recovered``).
+  (``dedup/journal/recovered``);
+* a run that did not close (SIGKILL, a forced shutdown) leaves Scrapy's disk queue without the state Scrapy
+  writes when it closes, and its FIFO start-request queue is then read from its first record, hiding what
+  the next run queues itself: the journal notes each run's start and close (``state`` key ``run``) and, after a
+  run that did not close, removes ``JOBDIR/requests.queue`` before the scheduler opens it
+  (``dedup/journal/stale_queue_removed``); every request it held has a row.
 
 The journal id travels in ``request.meta["dedup_journal_id"]`` (so through Scrapy's own disk
 queue too); a request whose id is already being processed in this run or was already decided is
@@ -42,6 +47,7 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
@@ -116,6 +122,7 @@ class RequestJournal:
         self.replayed: set[int] = set()   # ids scheduled again from the journal in this run  # replayed id -> item URLs its killed run decided
         self.unsent: set[int] = set()     # done, but a kept page of theirs waits in the search index's write buffer
         self._warned_unserializable = False
+        self.queue_set_aside = False      # requests.queue of a run that did not close was removed at start
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RequestJournal":
@@ -133,7 +140,31 @@ class RequestJournal:
         crawler.signals.connect(journal.item_decided, signal=signals.item_scraped)
         crawler.signals.connect(journal.item_decided, signal=signals.item_dropped)
         crawler.signals.connect(journal.index_flushed, signal=index_flushed)
+        journal.queue_set_aside = journal._drop_stale_queue()  # before the engine opens the scheduler's queue
         return journal
+
+    def _drop_stale_queue(self) -> bool:
+        """Remove ``JOBDIR/requests.queue`` when the last run of this job did not close (SIGKILL, a forced
+        shutdown): Scrapy writes its disk queues' state only when it closes, and a FIFO queue (the one it keeps
+        start requests in) left without it is read from its first record, so the new run pops the dead run's
+        records in place of its own and never hands out what it queued itself (a start request kept its row
+        through a finished run). Every request that queue held has a row here, so the replay recovers them.
+        Called before the scheduler opens the queue; True when removed."""
+        queue = self.path.parent / "requests.queue"
+        if not self.path.exists() or not queue.exists():
+            return False
+        try:
+            db = sqlite3.connect(self.path)
+            try:
+                row = db.execute("SELECT value FROM state WHERE key = 'run'").fetchone()
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return False  # spider_opened reports a journal it cannot use
+        if row is None or row[0] != "running":
+            return False
+        shutil.rmtree(queue, ignore_errors=True)
+        return True
 
     # -- storage -----------------------------------------------------------------------------------
     def open(self) -> None:
@@ -179,6 +210,13 @@ class RequestJournal:
                          extra={"spider": spider})
             return
         self.open()
+        assert self.db is not None
+        self.db.execute("INSERT OR REPLACE INTO state VALUES ('run', 'running')")  # 'closed' in spider_closed
+        if self.queue_set_aside:
+            self._inc("dedup/journal/stale_queue_removed")
+            logger.info("Request journal %s: the last run of this job did not close (killed, or a forced shutdown); "
+                        "Scrapy's request queue it left was removed, and the journal's rows are scheduled again",
+                        self.path, extra={"spider": spider})
         slot.remove_request = self._wrap_remove(slot.remove_request)
         slot.scheduler.next_request = self._wrap_next(slot.scheduler.next_request)  # type: ignore[method-assign]
         # the engine calls it after every request_scheduled handler (any may ignore the request) and only then
@@ -190,6 +228,8 @@ class RequestJournal:
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.db is not None:
+            # after the scheduler closed, its queue's state written: the next run may trust the queue
+            self.db.execute("INSERT OR REPLACE INTO state VALUES ('run', 'closed')")
             left = self.pending()
             if left:
                 logger.info("Request journal %s keeps %d undecided request(s) for the next run of this job",
