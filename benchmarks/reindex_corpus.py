@@ -23,6 +23,7 @@ Used by: bench_reindex.py; cited by docs/elasticsearch.md ("Throughput").
 """
 from __future__ import annotations
 
+import os
 import random
 import re
 from pathlib import Path
@@ -33,7 +34,8 @@ import sitegen
 
 __all__ = ["corpus", "real_pages", "accuracy"]
 
-DATA = common.ROOT.parent / "shared" / "data"
+#: ../shared/data beside the checkout, or $DEDUP_DATA (as calibrate.py reads it)
+DATA = Path(os.environ.get("DEDUP_DATA") or common.ROOT.parent / "shared" / "data")
 _TEXT_RUN = re.compile(r">([^<>]{24,})<")
 _PARA = re.compile(r"<p[\s>].*?</p>", re.S | re.I)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.S | re.I)
@@ -52,7 +54,8 @@ def real_pages(data: Path = DATA) -> list[tuple[str, str]]:
     for kind in ("goldset-dev", "negatives-dev"):
         folder = data / kind
         if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is missing: the reindex corpus is seeded from ../shared/data")
+            raise FileNotFoundError(f"{folder} is missing: the reindex corpus is seeded from goldset-dev and "
+                                    f"negatives-dev (../shared/data beside the checkout, or set DEDUP_DATA)")
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             group = f"{kind}/{f.relative_to(folder).parts[0]}"
             out.append((group, _decode(f.read_bytes())))

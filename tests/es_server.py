@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -97,3 +98,31 @@ class Emulator:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/es_server.py``: the emulator in the foreground, for trying the README's Elasticsearch
+    commands by hand; Ctrl-C stops it."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--data-dir", default=None, help="the emulator's data folder (default: a new temporary one)")
+    args = p.parse_args(argv)
+    server = Emulator(args.data_dir)
+    server.port = args.port
+    url = server.start()
+    print(f"noida-db (an Elasticsearch 8.15 API emulator) at {url}, PID {server.proc.pid if server.proc else '?'}; "
+          f"data in {server.data_dir}; Ctrl-C stops it", flush=True)
+    try:
+        while server.proc is not None and server.proc.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

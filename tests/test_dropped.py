@@ -180,6 +180,19 @@ def test_list_table_and_argument_errors(first, capsys):
         assert code == 2 and message in err, err
 
 
+@CRAWL
+def test_list_prints_whole_urls_on_a_narrow_terminal(first, capsys, monkeypatch):
+    """A user-seat finding: on an 80-column terminal the table cut long URLs ("...?utm_sourc\u2026"), and the URL
+    copied from it was not found by ``dropped show``. The URL is the key the other commands take: printed whole."""
+    monkeypatch.setenv("COLUMNS", "40")
+    code, out, _ = dedup(capsys, "dropped", "list", *args(first.dropped_log))
+    assert code == 0 and "\u2026" not in out
+    url = out.splitlines()[1].split()[-1]  # the first row's URL, as a user copies it
+    assert url in {d["url"] for d in first.dropped}
+    code, out, err = dedup(capsys, "dropped", "show", url, *args(first.dropped_log))
+    assert code == 0, err
+
+
 # -- stats ----------------------------------------------------------------------------------------
 @CRAWL
 def test_stats_counts_and_histogram(first, capsys):

@@ -104,22 +104,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no dropped pages match in {log.path}" + (f" ({hidden} restored; --all shows them)" if hidden else ""))
         return 0
-    width = shutil.get_terminal_size((120, 20)).columns
     show_state = "restored" in flt.states
     head = (f"{'state':<9}" if show_state else "") + f"{'time (UTC)':<20}{'status':<16}{'rule':<16}{'score':>5}  url"
     print(head)
     indent = len(head) - 3
     for e in entries:
         state = f"{e.state:<9}" if show_state else ""
-        print(f"{state}{_time(e.time):<20}{_cut(e.status, 15):<16}{_cut(e.rule, 15):<16}{_score(e.score):>5}  "
-              f"{_cut(e.url, max(width - indent, 30))}")
+        # the URL whole, however wide the terminal: it is what `show`, `explain` and `restore` take
+        print(f"{state}{_time(e.time):<20}{_cut(e.status, 15):<16}{_cut(e.rule, 15):<16}{_score(e.score):>5}  {e.url}")
         extra = f"copy of {e.duplicate_of}" if e.duplicate_of else ""
         if e.drops > 1:
             extra += f" (dropped {e.drops} times)"
         if e.state == "restored":
             extra += f" (restored {_time(e.restored_at or '')})"
         if extra.strip():
-            print(f"{'':<{indent}}{_cut(extra.strip(), max(width - indent, 30))}")
+            print(f"{'':<{indent}}{extra.strip()}")
     tail = f"{len(entries)} {'pages' if len(entries) != 1 else 'page'}"
     if hidden:
         tail += f"; {hidden} restored not shown (--all shows them)"
