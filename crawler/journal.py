@@ -26,7 +26,9 @@ decided, and replays them when the same job starts again:
   writes when it closes, and its FIFO start-request queue is then read from its first record, hiding what
   the next run queues itself: the journal notes each run's start and close (``state`` key ``run``) and, after a
   run that did not close, removes ``JOBDIR/requests.queue`` before the scheduler opens it
-  (``dedup/journal/stale_queue_removed``); every request it held has a row.
+  (``dedup/journal/stale_queue_removed``); every request it held has a row;
+* a start request that a row scheduled again is not scheduled a second time when the spider issues its start
+  requests again, as Scrapy does on every run of a job (``dedup/journal/start_requests_replayed``).
 
 The journal id travels in ``request.meta["dedup_journal_id"]`` (so through Scrapy's own disk
 queue too); a request whose id is already being processed in this run or was already decided is
@@ -123,6 +125,7 @@ class RequestJournal:
         self.unsent: set[int] = set()     # done, but a kept page of theirs waits in the search index's write buffer
         self._warned_unserializable = False
         self.queue_set_aside = False      # requests.queue of a run that did not close was removed at start
+        self.replayed_starts: set[bytes] = set()  # fingerprints of the start requests scheduled again from rows
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "RequestJournal":
@@ -329,9 +332,27 @@ class RequestJournal:
     def _wrap_enqueue(self, enqueue: Callable[[Request], bool]) -> Callable[[Request], bool]:
         def enqueue_request(request: Request) -> bool:
             assert self.crawler is not None
+            if self._start_replayed(request):
+                return False  # the engine signals request_dropped
             self.journal_request(request, self.crawler.spider)
             return enqueue(request)
         return enqueue_request
+
+    def _start_replayed(self, request: Request) -> bool:
+        """Whether ``request`` is one of this run's start requests (Scrapy issues them again on every run of a
+        job, ``dont_filter``) that a row of the previous run already scheduled again: fetched once, not twice."""
+        if not self.replayed_starts or META_KEY in request.meta or not request.meta.get("is_start_request"):
+            return False
+        fingerprint = self._fingerprint(request)
+        if fingerprint not in self.replayed_starts:
+            return False
+        self.replayed_starts.discard(fingerprint)
+        self._inc("dedup/journal/start_requests_replayed")
+        return True
+
+    def _fingerprint(self, request: Request) -> bytes:
+        assert self.crawler is not None
+        return self.crawler.request_fingerprinter.fingerprint(request)  # type: ignore[union-attr]
 
     def _wrap_next(self, next_request: Callable[[], Request | None]) -> Callable[[], Request | None]:
         def wrapped() -> Request | None:
@@ -432,6 +453,8 @@ class RequestJournal:
                 self._delete(journal_id)
                 ignored += 1
                 continue
+            if request.meta.get("is_start_request"):
+                self.replayed_starts.add(self._fingerprint(request))
             recovered += 1
         self._note_dropped_log(bool(rows))
         self._inc("dedup/journal/recovered", recovered)

@@ -293,6 +293,8 @@ def test_a_run_after_two_kills_finishes_with_an_empty_journal(site_url, tmp_path
     assert last.returncode == 0, last.stderr[-3000:]
     assert "undecided request(s) for the next run" not in last.stderr, last.stderr[-3000:]
     assert "Scrapy's request queue it left was removed" in last.stderr
+    # the start request a row scheduled again is not fetched a second time as the run's own start request
+    assert last.stderr.count(f"<GET {site_url}> (referer: None)") == 1, last.stderr[-3000:]
     db = sqlite3.connect(job / JOURNAL_FILE)
     try:
         assert db.execute("SELECT url FROM requests").fetchall() == []
