@@ -206,9 +206,11 @@ class RequestJournal:
         assert self.crawler is not None and self.crawler.engine is not None
         engine = self.crawler.engine
         slot = getattr(engine, "_slot", None)
-        if slot is None or not callable(getattr(slot, "remove_request", None)) or slot.scheduler is None:
+        if (slot is None or not callable(getattr(slot, "remove_request", None)) or slot.scheduler is None
+                or not callable(getattr(slot.scheduler, "enqueue_request", None))):
             # without the hook no row would ever be deleted, and every run would replay them all
-            logger.error("The request journal needs Scrapy's engine slot (remove_request), which this Scrapy "
+            logger.error("The request journal needs Scrapy's engine slot (remove_request, the scheduler's "
+                         "enqueue_request), which this Scrapy "
                          "version does not have: it is off, and a killed crawl loses its queued requests",
                          extra={"spider": spider})
             return
