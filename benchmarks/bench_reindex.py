@@ -283,10 +283,10 @@ def main(argv=None) -> int:
     unknown = sorted(set(runs) - set(RUNS))
     if unknown:
         p.error(f"unknown rows {unknown}; valid: {', '.join(RUNS)}")
-    missing = [k for k in ("goldset-dev", "negatives-dev") if not (reindex_corpus.DATA / k).is_dir()]
-    if missing:  # before an emulator starts: the corpus is seeded from them
-        p.exit(2, f"bench_reindex.py: {', '.join(missing)} not found in {reindex_corpus.DATA} (the corpus is seeded "
-                  f"from them; set DEDUP_DATA to the folder that holds them)\n")
+    try:  # before an emulator starts
+        reindex_corpus.check_data()
+    except FileNotFoundError as exc:
+        p.exit(2, f"bench_reindex.py: {exc}\n")
     res = common.Results("bench_reindex.py", 29, "dedup reindex against a plain copy and a datasketch script", args)
     from elasticsearch import Elasticsearch
 

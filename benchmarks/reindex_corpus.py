@@ -32,10 +32,11 @@ from typing import Any
 import common
 import sitegen
 
-__all__ = ["corpus", "real_pages", "accuracy"]
+__all__ = ["corpus", "real_pages", "check_data", "accuracy"]
 
 #: ../shared/data beside the checkout, or $DEDUP_DATA (as calibrate.py reads it)
 DATA = Path(os.environ.get("DEDUP_DATA") or common.ROOT.parent / "shared" / "data")
+KINDS = ("goldset-dev", "negatives-dev")
 _TEXT_RUN = re.compile(r">([^<>]{24,})<")
 _PARA = re.compile(r"<p[\s>].*?</p>", re.S | re.I)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.S | re.I)
@@ -48,14 +49,20 @@ def _decode(data: bytes) -> str:
         return data.decode("cp1252", errors="replace")
 
 
+def check_data(data: Path = DATA) -> None:
+    """Raise FileNotFoundError, saying where the data goes, unless ``data`` holds goldset-dev and negatives-dev."""
+    missing = [kind for kind in KINDS if not (data / kind).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"{', '.join(missing)} not found in {data}: the reindex corpus is seeded from "
+                                f"goldset-dev and negatives-dev (../shared/data beside the checkout, or set DEDUP_DATA)")
+
+
 def real_pages(data: Path = DATA) -> list[tuple[str, str]]:
     """``(group, html)`` of every goldset-dev and negatives-dev page (sorted: deterministic)."""
+    check_data(data)
     out = []
-    for kind in ("goldset-dev", "negatives-dev"):
+    for kind in KINDS:
         folder = data / kind
-        if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is missing: the reindex corpus is seeded from goldset-dev and "
-                                    f"negatives-dev (../shared/data beside the checkout, or set DEDUP_DATA)")
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
             group = f"{kind}/{f.relative_to(folder).parts[0]}"
             out.append((group, _decode(f.read_bytes())))

@@ -1642,27 +1642,17 @@ static PyObject *scan(PyObject *self, PyObject *args, PyObject *kwargs) {
     return result;
 }
 
-/* is_prose(line): dedup.extract._is_prose, the test above on a Python str (read in place, any kind) */
+/* is_prose(line): the test above on a Python str (dedup.extract._is_prose) */
 static PyObject *py_is_prose(PyObject *self, PyObject *line) {
     if (!PyUnicode_Check(line)) {
         PyErr_Format(PyExc_TypeError, "is_prose() takes a str, not %.100s", Py_TYPE(line)->tp_name);
         return NULL;
     }
-    int kind = PyUnicode_KIND(line);
-    const void *data = PyUnicode_DATA(line);
-    Py_ssize_t len = PyUnicode_GET_LENGTH(line), words = 0, lettered = 0;
-    int has = 0;
-    for (Py_ssize_t k = 0; k <= len; k++) {
-        Py_UCS4 c = k < len ? PyUnicode_READ(kind, data, k) : ' ';
-        if (c == ' ') {
-            words++;
-            lettered += has;
-            has = 0;
-        } else if (!has && Py_UNICODE_ISALPHA(c)) {
-            has = 1;
-        }
-    }
-    return PyBool_FromLong(words >= LINE_WORDS && 2 * lettered >= words);
+    Py_UCS4 *p = PyUnicode_AsUCS4Copy(line);
+    if (!p) return NULL;
+    int prose = is_prose(p, PyUnicode_GET_LENGTH(line));
+    PyMem_Free(p);
+    return PyBool_FromLong(prose);
 }
 
 static PyMethodDef methods[] = {
