@@ -1053,6 +1053,15 @@ static int walk(S *s, int el, UBuf *out, int depth, int link, int skip_text) {
  * characters in links is a row of links, left out */
 #define LINE_WORDS 20
 
+/* Han and kana: Chinese and Japanese are written without blanks, so a line of them is one "word" to a count
+ * of blanks and never reached LINE_WORDS (every such page fell back to trafilatura, 9-17 ms). Two of them
+ * count as one word (dedup.text reads them as overlapping bigrams; a 20-word English sentence is ~40-50
+ * characters of Japanese). Hangul is left out: Korean puts blanks between words. */
+static inline int is_cjk(Py_UCS4 c) {
+    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+           (c >= 0xF900 && c <= 0xFAFF);
+}
+
 /* the lines of the walk's text raw[0:n] into out, one a line ("\n" between), blanks folded, link marks
  * removed, rows of links left out (spike_onepass._text_lines) */
 static int text_lines(const Py_UCS4 *raw, Py_ssize_t n, UBuf *out) {
@@ -1062,7 +1071,7 @@ static int text_lines(const Py_UCS4 *raw, Py_ssize_t n, UBuf *out) {
         Py_ssize_t e = k;
         while (e < n && raw[e] != LINE) e++;
         /* the folded line with its marks: words (marks stick to them) joined by one blank */
-        Py_ssize_t start = out->n, plain = 0, spaces = 0, linked = 0;
+        Py_ssize_t start = out->n, plain = 0, spaces = 0, linked = 0, cjk = 0;
         int marks = 0, pending = 0, started = 0, in_link = 0;
         for (Py_ssize_t j = k; j < e; j++) {
             Py_UCS4 c = raw[j];
@@ -1073,10 +1082,10 @@ static int text_lines(const Py_UCS4 *raw, Py_ssize_t n, UBuf *out) {
             out->p[out->n++] = c;
             if (c == A0) { marks = 1; in_link = 1; }
             else if (c == A1) in_link = 0;
-            else { plain++; if (in_link) linked++; }
+            else { plain++; cjk += is_cjk(c); if (in_link) linked++; }
         }
         if (marks) {
-            if (spaces >= LINE_WORDS - 1 && 2 * linked >= plain) {
+            if (2 * spaces + cjk >= 2 * (LINE_WORDS - 1) && 2 * linked >= plain) { /* is_prose's count */
                 out->n = start; /* a row of links */
             } else { /* the marks removed, blanks folded again */
                 Py_ssize_t w = start;
@@ -1157,20 +1166,23 @@ static int legal(const Py_UCS4 *p, Py_ssize_t len) {
 }
 
 /* a line of at least MIN_WORDS words (MIN_WORDS - 1 blanks), at least half of them holding a letter: a row of
- * lottery numbers is not prose (dedup.extract._is_prose; words are runs of non-blanks between single blanks) */
+ * lottery numbers is not prose (dedup.extract._is_prose; words are runs of non-blanks between single blanks,
+ * and two Han or kana characters count as one more lettered word: see is_cjk) */
 static int is_prose(const Py_UCS4 *p, Py_ssize_t len) {
-    Py_ssize_t words = 0, lettered = 0; /* words: blanks + 1, as Python's line.split(" ") */
+    Py_ssize_t words = 0, lettered = 0, cjk = 0; /* words: blanks + 1, as Python's line.split(" ") */
     int has = 0;
     for (Py_ssize_t k = 0; k <= len; k++) {
         if (k == len || p[k] == ' ') {
             words++;
             lettered += has;
             has = 0;
-        } else if (!has && Py_UNICODE_ISALPHA(p[k])) {
-            has = 1;
+        } else {
+            cjk += is_cjk(p[k]);
+            if (!has && Py_UNICODE_ISALPHA(p[k])) has = 1;
         }
     }
-    return words >= LINE_WORDS && 2 * lettered >= words;
+    /* in half words: 2 * (words + cjk / 2) >= 2 * LINE_WORDS, and half of them lettered */
+    return 2 * words + cjk >= 2 * LINE_WORDS && 2 * (2 * lettered + cjk) >= 2 * words + cjk;
 }
 
 #define HEADING_REACH 3 /* dedup.extract.HEADING_REACH */
@@ -1661,7 +1673,8 @@ static PyMethodDef methods[] = {
      "teasers and (lines false) the one <article>'s source span of a page, in one pass (max_tags >= 0: main only "
      "when html holds at most that many '<')."},
     {"is_prose", (PyCFunction)py_is_prose, METH_O,
-     "is_prose(line): at least 20 words (runs between single blanks), at least half of them holding a letter."},
+     "is_prose(line): at least 20 words (runs between single blanks; two Han or kana characters one more), at least "
+     "half of them holding a letter."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._scan", NULL, -1, methods};

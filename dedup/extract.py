@@ -98,9 +98,10 @@ def _lines(text: str) -> str:
     return "\n".join(_fold(line) for line in text.splitlines() if line.strip())
 
 
-#: At least MIN_WORDS words, at least half of them holding a letter: a row of 20 lottery numbers or scores is
-#: not prose. The scanner's own test (dedup/_scan.c ``is_prose``), so the two cannot drift: 0.4-1.4 us a line where
-#: a Python regex took 6.5-19 (goldset-dev's, negatives-dev's lines; the listing reader asks it of ~30 a page)
+#: At least MIN_WORDS words (two Han or kana characters a word: Chinese and Japanese have no blanks), at least
+#: half of them holding a letter: a row of 20 lottery numbers or scores is not prose. The scanner's own test
+#: (dedup/_scan.c ``is_prose``), so the two cannot drift: 0.4-1.4 us a line where a Python regex took 6.5-19
+#: (goldset-dev's, negatives-dev's lines; the listing reader asks it of ~30 a page)
 _is_prose = _scan_is_prose
 
 
