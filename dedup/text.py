@@ -164,9 +164,34 @@ class SentenceSplitter:
         return out
 
     def _split_line(self, line: str) -> tuple[str, ...]:
-        """The sentences of one stripped line."""
-        parts = self._punkt(line) if self._punkt else _SENTENCE_END.split(line)
-        return tuple(p.strip() for p in parts if p.strip())
+        """The sentences of one stripped line: punkt's (English) within each piece the full-width marks of
+        Chinese and Japanese end (punkt knows only "." "?" "!" followed by a blank)."""
+        split = self._punkt or _SENTENCE_END.split
+        pieces = _cjk_sentences(line) if "。" in line or "！" in line or "？" in line else (line,)
+        return tuple(p.strip() for piece in pieces for p in split(piece) if p.strip())
+
+
+_CJK_ENDS, _CJK_OPEN, _CJK_CLOSE = "。！？", "「『（〔【“", "」』）〕】”"
+
+
+def _cjk_sentences(line: str) -> list[str]:
+    """``line`` cut after each full-width full stop, exclamation or question mark of Chinese and Japanese
+    (no blank follows them) outside brackets: 「来年閉鎖される。」と発表した。 is one sentence."""
+    out, start, depth, i, n = [], 0, 0, 0, len(line)
+    while i < n:
+        c = line[i]
+        i += 1
+        if c in _CJK_OPEN:
+            depth += 1
+        elif c in _CJK_CLOSE:
+            depth = max(0, depth - 1)
+        elif c in _CJK_ENDS and not depth:
+            while i < n and line[i] in _CJK_ENDS:  # "！？"
+                i += 1
+            out.append(line[start:i])
+            start = i
+    out.append(line[start:])
+    return [piece for piece in out if piece.strip()]
 
 
 def _packaged_punkt():

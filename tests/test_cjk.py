@@ -8,6 +8,7 @@ import dedup.extract as ex
 from dedup._scan import scan
 from dedup.deduplicator import Deduplicator
 from dedup.store import MemoryIndex
+from dedup.text import split_sentences
 
 # one story (written for this test), as two sites publish it; sentences of 40-70 characters
 STORY = [
@@ -67,3 +68,16 @@ def test_a_japanese_story_on_two_sites_is_read_natively_and_flagged():
         assert "ホーム" not in text and "ランキング" not in text and "無断転載" not in text
     assert v1.status == "unique" and v3.status == "unique"
     assert v2.status in ("duplicate", "near_duplicate") and v2.duplicate_of == "http://toto.example/a/1"
+
+
+def test_chinese_and_japanese_sentences_end_at_their_full_width_marks():
+    """punkt knows "." "?" "!" followed by a blank; a Chinese or Japanese paragraph was one sentence (seed 003's
+    chunks, seed 001's sentence tables, the sentence count). Cut after 。！？ outside brackets and quotes."""
+    assert split_sentences("".join(STORY[:3])) == STORY[:3]
+    assert split_sentences("区は「来春から閉鎖する。」と発表した。本当か！？ 詳細は未定。 Yes. Mr. Smith left.") == [
+        "区は「来春から閉鎖する。」と発表した。", "本当か！？", "詳細は未定。", "Yes.", "Mr. Smith left."]
+    assert split_sentences("他说：“我们明天出发。”然后离开了。第二句话在这里！") == [
+        "他说：“我们明天出发。”然后离开了。", "第二句话在这里！"]
+    first, _ = Deduplicator(MemoryIndex()).process_html(page("東都日報", "歩道橋が来春から通行止め", ["".join(STORY)]),
+                                                        "http://toto.example/a/1")
+    assert first.sentences == ["歩道橋が来春から通行止め", *STORY]  # one paragraph of five sentences
