@@ -1361,12 +1361,17 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-static int count_spaces_ge2(PyObject *str) {
+/* at least 3 words (dedup.extract._TITLE_WORDS), a folded label's blanks + 1, two Han or kana characters
+ * one more (is_cjk; dedup.extract._words): in half words, 2 * blanks + cjk >= 4 */
+static int title_words(PyObject *str) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(str), n = 0;
     int kind = PyUnicode_KIND(str);
     const void *data = PyUnicode_DATA(str);
-    for (Py_ssize_t k = 0; k < len; k++)
-        if (PyUnicode_READ(kind, data, k) == ' ' && ++n >= 2) return 1;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, k);
+        n += c == ' ' ? 2 : is_cjk(c);
+        if (n >= 4) return 1;
+    }
     return 0;
 }
 
@@ -1471,7 +1476,7 @@ static PyObject *fields_and_text(S *s, int want_main, int want_lines, const Py_U
             PyObject *label = folded_text(s, k, &scratch);
             if (!label) goto done;
             if (PyUnicode_GET_LENGTH(label)) {
-                if (count_spaces_ge2(label)) {
+                if (title_words(label)) {
                     if (grow_array((void **)&links, &lcap, nlinks, sizeof(int)) < 0) { Py_DECREF(label); goto done; }
                     links[nlinks++] = k;
                 }

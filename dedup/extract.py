@@ -218,6 +218,14 @@ def _article(tree: lxml.html.HtmlElement | None) -> str | None:
 
 _HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 _TITLE_WORDS = 3  # a link without a heading is a teaser's title from this many words on
+#: Han and kana, which count two to a word (dedup/_scan.c ``is_cjk``: Chinese and Japanese have no blanks)
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _words(text: str) -> float:
+    """Blank-separated words of ``text``, two Han or kana characters counted as one more."""
+    words = len(text.split())
+    return words + len(_CJK_CHAR.findall(text)) / 2 if not text.isascii() else words
 
 
 _BLOCKS = frozenset(("p", "div", "li", "dd", "dt", "td", "th", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6",
@@ -257,8 +265,7 @@ def element_text(el: lxml.html.HtmlElement) -> str:
 def title_links(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
     """The links (with an href) of _TITLE_WORDS words or more, in document order: teaser titles can
     only be among them (parse_page collects them in its one walk over the fields instead)."""
-    return [a for a in tree.iter("a") if a.get("href") is not None
-            and len(element_text(a).split()) >= _TITLE_WORDS]
+    return [a for a in tree.iter("a") if a.get("href") is not None and _words(element_text(a)) >= _TITLE_WORDS]
 
 
 def _has_text(el: lxml.html.HtmlElement) -> bool:

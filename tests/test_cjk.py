@@ -4,6 +4,8 @@ prose rule and of the rows-of-links rule. Before, a line of them was one "word",
 such page fell back to trafilatura (9-17 ms a page instead of ~1)."""
 from __future__ import annotations
 
+import lxml.html
+
 import dedup.extract as ex
 from dedup._scan import scan
 from dedup.deduplicator import Deduplicator
@@ -81,3 +83,21 @@ def test_chinese_and_japanese_sentences_end_at_their_full_width_marks():
     first, _ = Deduplicator(MemoryIndex()).process_html(page("東都日報", "歩道橋が来春から通行止め", ["".join(STORY)]),
                                                         "http://toto.example/a/1")
     assert first.sentences == ["歩道橋が来春から通行止め", *STORY]  # one paragraph of five sentences
+
+
+def test_a_page_of_japanese_teasers_is_a_listing():
+    """A teaser's title is a link of 3 words or more: a Japanese headline (no blanks) was one word, so a section
+    page of Japanese teasers was read as prose, not as a listing, and could be flagged as a copy of a page its
+    snippets quote (a user's crawl: a home page flagged as a copy of a one-teaser tag page)."""
+    titles = ["歩道橋が来春から通行止め", "戦前の新聞縮刷版が大量に見つかる", "商店会が区に要望書", "図書館が資料をデジタル化へ",
+              "迂回路に誘導員を配置", "縮刷版を研究者と調査"]
+    items = "".join(f"<li><h2><a href='/a/{k}'>{title}</a></h2><p>{text[:40]}…</p></li>"
+                    for k, (title, text) in enumerate(zip(titles, [STORY[0], OTHER[0], STORY[3], OTHER[3], STORY[2],
+                                                                   OTHER[2]])))
+    html = f"<html><head><meta charset='utf-8'><title>東都日報</title></head><body><main><ul>{items}</ul></main></body></html>"
+    first, _ = Deduplicator(MemoryIndex()).process_html(html.encode(), "http://toto.example/")
+    assert first.extraction == "listing"
+    assert first.text.split("\n")[0] == "- 歩道橋が来春から通行止め " + STORY[0][:40] + "…"
+    # the lxml reader's title links (resiliparse's and trafilatura's path) count the same way as the scanner's
+    links = ex.title_links(lxml.html.fromstring(html))
+    assert [a.text for a in links] == titles and not ex.title_links(lxml.html.fromstring("<a href='/'>ホーム</a>"))
