@@ -329,7 +329,7 @@ def cosines(goldset: str, step: int = 5) -> dict:
     exact ones, on the distinct signatures of goldset-dev + negatives-dev (on their grid, as a record holds them;
     the centre their first CENTRE_SAMPLE), for every ``step``-th page against all; f16's error beside it, and the
     gap between a page's 20th and 21st neighbours (the kNN search's tail)."""
-    from dedup.cli.evaluate import load_clusters
+    from dedup.cli.evaluate import load_clusters, page_url
     from dedup.features import Featurizer
     from dedup.page import parse_page
     from dedup.record import quantise_signature
@@ -340,7 +340,7 @@ def cosines(goldset: str, step: int = 5) -> dict:
     negatives = Path(goldset).parent / "negatives-dev"
     paths = [p for _, p in load_clusters(goldset)] + ([p for _, p in load_clusters(negatives)] if negatives.is_dir() else [])
     for j, path in enumerate(paths):
-        page = parse_page(path.read_bytes(), f"http://eval.invalid/p{j}")
+        page = parse_page(path.read_bytes(), page_url(j))
         s = quantise_signature(np.asarray(fz(page).to_record(page).signature, dtype=np.float64))
         if np.any(s):
             sigs.append(s)

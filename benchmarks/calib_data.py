@@ -185,7 +185,7 @@ def _rows(name: str, folders: list[Path], *, seed: int, extractor: str | None, k
         return json.loads(path.read_text())
     folder = folders[0] if len(folders) == 1 else mixed_folder(name, folders)
     t0 = time.perf_counter()
-    report = evaluate(folder, seed=seed, config=config)
+    report = evaluate(folder, seed=seed, config=config, one_site=name.startswith("site"))
     out = []
     path_of = {o.url: o.path for o in report.outcomes}
     for o in report.outcomes:
@@ -214,6 +214,7 @@ def candidate_rows(name: str, folders: list[Path], *, seed: int = 7, verbose: bo
     Cached under ``$DEDUP_CALIB_CACHE/cands`` as :func:`rows` (DedupConfig's defaults)."""
     import numpy as np
 
+    from dedup.cli.evaluate import page_url
     from dedup.decision import title_similarity
     from dedup.deduplicator import containment_many
     from dedup.page import parse_page
@@ -239,7 +240,7 @@ def candidate_rows(name: str, folders: list[Path], *, seed: int = 7, verbose: bo
     t0 = time.perf_counter()
     for i in order:
         cluster, file = pages[i]
-        url = f"http://eval.invalid/p{i}"  # as dedup.cli.evaluate names them
+        url = page_url(i, name.startswith("site"))  # as dedup.cli.evaluate names them
         url_cluster[url] = cluster
         page = parse_page(file.read_bytes(), url, extractor=dedup.config.extractor)
         stash.clear()

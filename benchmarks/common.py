@@ -90,14 +90,14 @@ def goldset_pages(folder: str | Path, seed: int, limit: int | None = None) -> li
     """``(cluster, url, html bytes)`` in the online metric's order (``dedup evaluate --seed``)."""
     import random
 
-    from dedup.cli.evaluate import load_clusters
+    from dedup.cli.evaluate import load_clusters, page_url
 
     pages = load_clusters(folder)
     order = list(range(len(pages)))
     random.Random(seed).shuffle(order)
     if limit:
         order = order[:limit]
-    return [(pages[i][0], f"http://eval.invalid/p{i}", pages[i][1].read_bytes()) for i in order]
+    return [(pages[i][0], page_url(i), pages[i][1].read_bytes()) for i in order]
 
 
 # -- the machine ---------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import calibrate  # noqa: E402
 def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
     """Per page path: the exact containment of the best earlier kept page of its cluster, that page's
     sketch estimate and whether it was a candidate (the stream of ``dedup evaluate``)."""
+    from dedup.cli.evaluate import page_url
     from dedup.deduplicator import containment
     from dedup.page import limit_text, parse_page
     from dedup.record import shingle_keys
@@ -50,7 +51,7 @@ def exact_rows(folder: Path, seed: int) -> dict[str, dict]:
     out = {}
     for i in order:
         cluster, path = pages[i]
-        page = parse_page(path.read_bytes(), f"http://eval.invalid/p{i}", extractor=config.extractor)
+        page = parse_page(path.read_bytes(), page_url(i), extractor=config.extractor)
         limit_text(page, config.max_text_chars)
         full = unsketched(page)
         every.setdefault(cluster, []).append((_page(path), full.shingles))

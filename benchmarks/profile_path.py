@@ -150,7 +150,7 @@ def main(argv=None) -> int:
         terms = timed("features (tokens, stop words, mapping, stems, TDW)", fz.terms, page)
         features = timed("fingerprints (keys, shingles, simhash, MRC)", fz.fingerprint, page, terms)
         verdict = timed("check (search + verification)", dedup.check, page, features)
-        if verdict.status not in dedup.config.drop:
+        if not dedup.config.drops(verdict):
             timed("insert", dedup.add, page, features, verdict)
 
     parsed, htmls = [], []
@@ -204,7 +204,7 @@ def _warm_pass(pages, featurizer, deduplicator, local_index, htmls=None, parse_p
             c2 = clock()
             verdict = dedup.check(page, features)
             c3 = clock()
-            if verdict.status not in dedup.config.drop:
+            if not dedup.config.drops(verdict):
                 dedup.add(page, features, verdict)
             c4 = clock()
             for name, seconds in zip(spent, (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c4 - c0)):

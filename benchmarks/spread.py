@@ -108,7 +108,7 @@ def run_stream(name: str, folders: list[Path], seed: int) -> list[dict]:
     folder = folders[0] if len(folders) == 1 else calib_data.mixed_folder(name, folders)
     Featurizer.fingerprint = fingerprint  # type: ignore[method-assign]
     try:
-        report = evaluate(folder, seed=seed)
+        report = evaluate(folder, seed=seed, one_site=name.startswith("site"))
     finally:
         Featurizer.fingerprint = original  # type: ignore[method-assign]
     pages = load_clusters(folder)

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     if common.goldset_missing(args.goldset):
         print(common.goldset_missing(args.goldset))
         return 0
-    from dedup.cli.evaluate import load_clusters
+    from dedup.cli.evaluate import load_clusters, page_url
     from dedup.deduplicator import Deduplicator
     from dedup.page import parse_page
     from dedup.store import MemoryIndex
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         order = list(range(len(paths)))
         random.Random(args.seed).shuffle(order)
         extractor = {"extractor": args.extractor} if args.extractor else {}
-        pages = [parse_page(paths[i].read_bytes(), f"http://eval.invalid/p{i}", **extractor) for i in order]
+        pages = [parse_page(paths[i].read_bytes(), page_url(i), **extractor) for i in order]
         if args.pages:
             Path(args.pages).write_bytes(pickle.dumps(pages))
     if args.quick:

@@ -66,7 +66,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DEDUP_DROP", list(_CONFIG.drop),
             "Verdicts whose items are dropped (and not added to the index): a list, or a comma-separated "
             f"string, of {', '.join(f'`{s}`' for s in DROPPABLE)}. Other duplicates are kept and flagged "
-            "in `item['dedup']`."),
+            "in `item['dedup']`, and so is an `exact_duplicate` of rule `site_text` (a page whose only text is its "
+            "site's footer or blurb: docs/decision.md)."),
     Setting("DEDUP_DROPPED_LOG", None,
             "JSON-lines file that gets one line per dropped item (url, time, the index it was dropped from, verdict, "
             "the item's fields with its extracted title and text but not its raw HTML, the page's tagged fields). "

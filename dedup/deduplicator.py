@@ -36,6 +36,7 @@ import copy
 import time
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -176,6 +177,11 @@ class DedupConfig:
             if status not in STATUSES:
                 raise ConfigError(f"drop: unknown status {status!r}; valid: {', '.join(_DROPPABLE)}", ("drop",))
 
+    def drops(self, verdict: "Verdict") -> bool:
+        """Whether ``verdict``'s page is dropped: its status is one of ``drop``, and it is not an exact copy of
+        its own site's text (rule ``site_text``, which is never dropped: see :func:`_site_text`)."""
+        return verdict.status in self.drop and verdict.rule != "site_text"
+
     def thresholds(self) -> dict[str, Any]:
         return {"t1": self.t1, "t2": self.t2, "max_distance": self.max_distance, "knn": self.knn,
                 "reducer_jaccard": self.reducer_jaccard, "angle": round(180.0 * (1.0 - self.t1), 6),
@@ -264,6 +270,32 @@ def containment_many(a: np.ndarray, a_total: int, bs: list[np.ndarray], b_totals
     return _fast.containment_many(a, a_total, bs, b_totals, min_size)
 
 
+#: content-hash holders read for one that is not of the page's site under another title (_site_text)
+HOLDERS = 8
+#: a text of at most this many shingles (~100 words, a paragraph) held by pages of the same site under other
+#: titles is the site's (_site_text); a longer one is an article, whose print or mirror URL may retitle it
+SITE_TEXT_SHINGLES = 100
+
+
+def _host(url: str | None) -> str | None:
+    """``url``'s host, lowercased, without a leading ``www.`` (None: no URL, or none to read)."""
+    try:
+        host = urlsplit(url).hostname if url else None
+    except ValueError:
+        return None
+    return host[4:] if host and host.startswith("www.") else host
+
+
+def _site_text(url: str | None, title: str, holder: Record) -> bool:
+    """A page of ``url`` and ``title`` whose text ``holder`` holds too is of the same site under another title:
+    the text is then most likely the site's own (a footer or a blurb read as the main text of pages that have
+    none), not a copy of a page. URL variants of one page (a print or tracking URL) keep its title, and copies
+    on other sites are copies whatever their titles."""
+    host = _host(url)
+    return host is not None and host == _host(holder.url) and " ".join(title.split()).casefold() != " ".join(
+        holder.title.split()).casefold()
+
+
 def _round(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
 
@@ -339,7 +371,7 @@ class Deduplicator:
         if verdict.refetched:  # its URL's record holds this content, found by the content hash alone
             return verdict
         verdict.extraction = page.extraction
-        verdict.kept = verdict.status not in self.config.drop
+        verdict.kept = not self.config.drops(verdict)
         if prior is not None:
             verdict.replaced = {"record": prior.id, "status": prior.status, "duplicate_of": prior.duplicate_of,
                                 "fetched_at": prior.fetched_at, "content_hash": prior.content_hash}
@@ -353,7 +385,7 @@ class Deduplicator:
                 if verdict.refetched:  # the holder is this URL's record, written meanwhile by another process
                     return verdict
                 verdict.extraction = page.extraction
-                verdict.kept = verdict.status not in self.config.drop
+                verdict.kept = not self.config.drops(verdict)
                 if verdict.kept:  # a kept exact duplicate claims nothing, so this add cannot race
                     self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)
         if not verdict.kept and prior is not None:
@@ -417,8 +449,8 @@ class Deduplicator:
         """:meth:`check`; ``same_url``: a record of the page's own URL holding its content is this page
         (refetched), not a page it copies."""
         # the page's keys in the records' compact form (dedup.record)
-        return _with_cuts(self._check(Query.of_page(page, f), page.extraction, own, page.url if same_url else None),
-                          page.truncated)
+        return _with_cuts(self._check(Query.of_page(page, f), page.extraction, own, page.url if same_url else None,
+                                      page.url), page.truncated)
 
     def check_record(self, record: Record) -> Verdict:
         """The verdict for a page known by its stored :class:`Record` (the final pass of a sliced
@@ -429,8 +461,8 @@ class Deduplicator:
         sets: see :class:`Query`), so a caller that must decide as the page does decides those again
         from the page's features."""
         # the record keeps how its page was cut before it was read (Features.to_record)
-        return _with_cuts(self._check(Query.of_record(record), str(record.extra.get("extraction", ""))),
-                          record.extra.get("truncated"))
+        return _with_cuts(self._check(Query.of_record(record), str(record.extra.get("extraction", "")),
+                                      page_url=record.url), record.extra.get("truncated"))
 
     def query_features(self, page: Page, features: Features) -> dict[str, Any]:
         """What :meth:`check` compares of ``page`` (the query side: the whole term vector, the whole
@@ -438,20 +470,24 @@ class Deduplicator:
         reindex's slice hands it to the final pass, which decides with :meth:`check_query_features`
         exactly as :meth:`check` decides from the page, without parsing it again."""
         out = Query.of_page(page, features).to_dict()
-        out.update(extraction=page.extraction, truncated=dict(page.truncated))
+        out.update(extraction=page.extraction, truncated=dict(page.truncated), url=page.url)
         return out
 
     def check_query_features(self, data: dict[str, Any]) -> Verdict:
         """The verdict :meth:`check` gives the page ``data`` was made from (:meth:`query_features`),
         against the index (not changed). Raises ``ValueError`` for a form of another version."""
-        return _with_cuts(self._check(Query.from_dict(data), str(data.get("extraction") or "")), data.get("truncated"))
+        return _with_cuts(self._check(Query.from_dict(data), str(data.get("extraction") or ""),
+                                      page_url=data.get("url")), data.get("truncated"))
 
     def add_record(self, record: Record, verdict: Verdict) -> int:
         """Add a copy of ``record`` (a page checked with :meth:`check_record`) with ``verdict``'s status
         and ``duplicate_of``, as :meth:`add` adds a page; its arrays are stored as they are."""
         return self.index.add(replace(record, id=0, status=verdict.status, duplicate_of=verdict.duplicate_of))
 
-    def _check(self, q: Query, extraction: str, own: Record | None = None, url: str | None = None) -> Verdict:
+    def _check(self, q: Query, extraction: str, own: Record | None = None, url: str | None = None,
+               page_url: str | None = None) -> Verdict:
+        """The verdict for ``q``. ``url``: the page's URL when a record of it holding its content is the page
+        itself (refetched); ``page_url``: the page's URL (None: unknown), which the content-hash rule reads."""
         base = {"thresholds": self._thresholds, "reference": q.ref_id}
         own_id = own.id if own is not None else None
         own_url = own.url if own is not None else None
@@ -470,8 +506,18 @@ class Deduplicator:
         if q.content_hash:  # a page without main text has its raw body's key (dedup.keys.raw_key) or none
             ids = found(self.index.lookup("content_hash", q.content_hash))
             if ids:
-                return copy_of(self.index.get(ids[:1])[0], "exact_duplicate", "content_hash",
-                               {"content_hash": q.content_hash}, len(ids))
+                holders = self.index.get(ids[:HOLDERS])
+                short = q.shingle_count <= SITE_TEXT_SHINGLES
+                holder = next((rec for rec in holders if not (short and _site_text(page_url, q.title, rec))), None)
+                if holder is not None:
+                    return copy_of(holder, "exact_duplicate", "content_hash", {"content_hash": q.content_hash},
+                                   len(ids))
+                if holders:
+                    # a short text held only by pages of this site under other titles: the site's (a footer or
+                    # a blurb read as the main text of a page that has none), not this page's. An exact copy of
+                    # it all the same (a kept exact duplicate claims no content), but never dropped
+                    return copy_of(holders[0], "exact_duplicate", "site_text", {"content_hash": q.content_hash},
+                                   len(ids))
         if not q.has_text:
             # nothing else to compare: kept as unique, and said why, rather than matched on an empty key
             return Verdict("unique", None, "unextractable", {"extraction": extraction or "none"}, **base)

@@ -201,3 +201,78 @@ def test_a_crawl_drops_the_exact_copy_of_a_page_without_main_text(tmp_path, craw
     assert (kept[first[0]]["rule"], kept["c.html"]["rule"]) == ("unextractable", "unextractable")
     assert (dropped[copy[0]]["status"], dropped[copy[0]]["rule"], dropped[copy[0]]["duplicate_of"]) == (
         "exact_duplicate", "content_hash", url + first[0])
+
+
+def _footer_page(title: str, body: str = "") -> bytes:
+    """A page of a site whose only prose is the site's footer blurb (a sign-in form, an archive of bare links)."""
+    footer = ("Daily Courier Ltd. Registered office: 5 Printers Yard. Reproduction of our journalism without a licence "
+              "is not allowed and subscribers agree to our terms of service and privacy policy when they sign in.")
+    return (f"<html><head><title>{title}</title></head><body><div id='menu'><a href='/'>Front page</a> "
+            f"<a href='/archive'>Archive</a></div><div id='content'>{body}</div>"
+            f"<div id='bottom'>{footer}</div></body></html>").encode()
+
+
+def test_pages_of_one_site_whose_text_is_the_sites_own_are_kept(dedup):
+    """A site's footer blurb read as the main text of pages that have none (a user's crawl dropped a sign-in
+    page and archive pages as exact copies of the front page): the same text under another title on the same
+    host is the site's, so it is an exact copy that is never dropped (rule ``site_text``). The same text under
+    the same title (a URL variant of the page) or on another site is dropped as before."""
+    front = dedup.process_html(_footer_page("Daily Courier - Front page"), "http://courier.example/")[1]
+    login = dedup.process_html(_footer_page("Daily Courier - Sign in", "<form><input name=u></form>"),
+                               "http://courier.example/login")[1]
+    archive = dedup.process_html(_footer_page("Daily Courier - Archive"), "http://www.courier.example/archive/1")[1]
+    variant = dedup.process_html(_footer_page("Daily Courier - Front page"), "http://courier.example/?utm=rss")[1]
+    mirror = dedup.process_html(_footer_page("Mirror - Front page"), "http://mirror.example/")[1]
+    assert front.status == "unique"
+    for v in (login, archive):
+        assert (v.status, v.rule, v.kept, v.duplicate_of) == ("exact_duplicate", "site_text", True,
+                                                              "http://courier.example/")
+    for v in (variant, mirror):
+        assert (v.status, v.rule, v.kept, v.duplicate_of) == ("exact_duplicate", "content_hash", False,
+                                                              "http://courier.example/")
+    assert len(dedup.index) == 3 and dedup.index.by_url("http://www.courier.example/archive/1") is not None
+    # fetched again: its own record, not a copy of anything
+    again = dedup.process_html(_footer_page("Daily Courier - Sign in", "<form><input name=u></form>"),
+                               "http://courier.example/login")[1]
+    assert again.refetched and again.kept
+
+
+def test_elasticsearch_keeps_a_pages_site_text_unclaimed(es_index_uri):
+    """In Elasticsearch too (a kept exact copy claims no content): the second page of the site is kept, and
+    a copy on another site is still caught by the first page's claim."""
+    from index.elastic import open_dedup
+
+    index = open_dedup(es_index_uri)
+    try:
+        d = Deduplicator(index)
+        assert d.process_html(_footer_page("Courier - Front page"), "http://courier.example/")[1].status == "unique"
+        login = d.process_html(_footer_page("Courier - Sign in"), "http://courier.example/login")[1]
+        assert (login.rule, login.kept) == ("site_text", True)
+        mirror = d.process_html(_footer_page("Mirror"), "http://mirror.example/")[1]
+        assert (mirror.rule, mirror.kept, mirror.duplicate_of) == ("content_hash", False, "http://courier.example/")
+    finally:
+        index.close()
+
+
+def test_a_crawl_keeps_the_pages_whose_text_is_the_sites_footer(tmp_path, crawl, subprocess_env):
+    """The crawl path: a sign-in page and an archive page whose only prose is the site's footer are both
+    kept (the second as rule ``site_text``); nothing is in the dropped log."""
+    from crawler.sample_site import terminate
+    from test_bad_input import _serve
+
+    site = tmp_path / "site"
+    site.mkdir()
+    links = "<a href='login.html'>Sign in</a> <a href='archive.html'>Archive</a>"
+    (site / "login.html").write_bytes(_footer_page("Courier - Sign in", "<form><input name=u></form>"))
+    (site / "archive.html").write_bytes(_footer_page("Courier - Archive", "<ul><li><a href='/'>2025</a></li></ul>"))
+    story = "The harbour bridge will close for three weeks of repairs in the spring, the council said. " * 4
+    (site / "index.html").write_text(f"<html><body><p>{story}</p>{links}</body></html>", encoding="utf-8")
+    proc, url = _serve(site, subprocess_env)
+    try:
+        result = crawl(url, tmp_path / "out", timeout=120)
+    finally:
+        terminate(proc)
+    assert result.returncode == 0, result.log[-3000:]
+    kept = {item["url"][len(url):]: item["dedup"] for item in result.items}
+    assert sorted(kept) == ["", "archive.html", "login.html"] and not result.dropped, (kept, result.dropped)
+    assert sorted(kept[p]["rule"] == "site_text" for p in ("archive.html", "login.html")) == [False, True]

@@ -10,8 +10,8 @@ matched with a page of its own cluster (``nearest``, the page it was compared wi
 precision = flagged-or-dropped pages whose match (nearest) is in their cluster / flagged-or-dropped
 recall    = those correct ones / pages that had an earlier page of their cluster
 
-Page URLs are synthetic (``http://eval.invalid/p<N>``) so that folder and file
-names, which name the cluster, cannot leak into the URL-token feature.
+Page URLs are synthetic (``http://p<N>.eval.invalid/``, a host each, as the pages come from many sites) so
+that folder and file names, which name the cluster, cannot leak into the URL-token feature.
 """
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def load_clusters(folder: str | Path) -> list[tuple[str, Path]]:
     return pages
 
 
+def page_url(i: int, one_site: bool = False) -> str:
+    """The synthetic URL of the ``i``-th page of a folder: ``http://p<i>.eval.invalid/``, a host of its own (the
+    exact-copy rule reads hosts: dedup.deduplicator._site_text), or ``http://eval.invalid/p<i>`` on one site."""
+    return f"http://eval.invalid/p{i}" if one_site else f"http://p{i}.eval.invalid/"
+
+
 @dataclass
 class Outcome:
     cluster: str
@@ -63,8 +69,10 @@ class Report:
 
 
 def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = None,
-             progress: Callable[[int, int], None] | None = None) -> Report:
-    """Run the online metric; return every page's verdict in arrival order."""
+             progress: Callable[[int, int], None] | None = None, one_site: bool = False) -> Report:
+    """Run the online metric; return every page's verdict in arrival order. Each page has a host of its own
+    (:func:`page_url`), as the Gold Set's and negatives-dev's pages come from many sites; ``one_site``: all
+    on one host, as a site's pages are (the same-site negatives of ``benchmarks/negsite.py``)."""
     pages = load_clusters(folder)
     order = list(range(len(pages)))
     random.Random(seed).shuffle(order)
@@ -76,7 +84,7 @@ def evaluate(folder: str | Path, *, seed: int = 7, config: DedupConfig | None = 
     start = time.perf_counter()
     for n, i in enumerate(order, 1):
         cluster, path = pages[i]
-        url = f"http://eval.invalid/p{i}"
+        url = page_url(i, one_site)
         url_cluster[url] = cluster
         page = parse_page(path.read_bytes(), url, extractor=config.extractor)
         verdict = dedup.process(page)

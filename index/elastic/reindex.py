@@ -459,7 +459,7 @@ class Reindex(Inspection):
             # another document of the corpus with this URL holds this text: a copy of it, as a first run says
             verdict = decider.check(page, features, own=own)
             verdict.extraction = page.extraction
-            verdict.kept = verdict.status not in self.config.drop
+            verdict.kept = not self.config.drops(verdict)
             if verdict.kept:
                 decider.add(page, features, verdict, instead_of=own, fetched_at=fetched_at)
             elif own is not None:
@@ -512,7 +512,7 @@ class Reindex(Inspection):
             log.warning("Reindex: document %s could not be checked: %s", hit["_id"], features)
             return Verdict("error", None, "error", {"error": str(features)}, kept=True)
         verdict = decider.check(page, features)
-        verdict.kept = verdict.status not in self.config.drop
+        verdict.kept = not self.config.drops(verdict)
         if verdict.kept:
             fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
             decider.add(page, features, verdict, fetched_at=fetched_at)

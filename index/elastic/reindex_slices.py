@@ -213,8 +213,8 @@ def _merge_batch(job: "Reindex", es: Retrying, name: str, registry: Registry, de
                 sources = {d["_id"]: d for d in got_docs["docs"] if d.get("found")}
             verdict = _decide_page(job, decider, sources.get(sid), verdict)
             report.reparsed += 1
-        _count(report, verdict.status, kept=verdict.status not in job.config.drop)
-        if verdict.status in job.config.drop:
+        _count(report, verdict.status, kept=not job.config.drops(verdict))
+        if job.config.drops(verdict):
             drops.append((sid, verdict, record))
             continue
         if (verdict.status, verdict.duplicate_of) != (old.get("status", "unique"), old.get("duplicate_of")):
