@@ -372,6 +372,37 @@ def test_inspection_tools_read_a_reindexed_destination(corpus, tmp_path, es_url,
         client.close()
 
 
+def test_a_document_whose_html_is_no_string_leaves_the_tools_working(site_url, tmp_path, es_url, capsys):
+    """A source document whose HTML is an array of strings (valid for an Elasticsearch text field) or a number
+    is kept with status ``error``; explain and report still read the destination (they crashed on it)."""
+    from elasticsearch import Elasticsearch
+
+    name = f"bad-{int(time.time() * 1000) % 10**9}"
+    source = make_corpus(site_url, es_url, name)
+    client = Elasticsearch(es_url)
+    try:
+        client.index(index=name, id="array", document={"url": "http://bad.example/array", "crawled": "2020-01-01",
+                                                        "html": ["<p>one</p>", "<p>two</p>"]})
+        client.index(index=name, id="number", document={"url": "http://bad.example/number", "crawled": "2020-01-01",
+                                                         "html": 42}, refresh=True)
+        dest = f"{es_url}/bad-{tmp_path.name.lower()}"
+        log = str(tmp_path / "dropped.jsonl")
+        assert main(reindex_args(source, dest, tmp_path)) == 0
+        errors = {u: v for u, v in dest_docs(dest).items() if v["status"] == "error"}
+        assert len(errors) == 2, errors
+        capsys.readouterr()
+        url = read_jsonl(tmp_path / "dropped.jsonl")[0]["url"]
+        assert main(["explain", url, "--index", dest, "--log", log, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["odds_ratio"] >= 100
+        report = tmp_path / "report.html"
+        assert main(["report", log, "-o", str(report), "--index", dest]) == 0
+        said = capsys.readouterr().out
+        assert "failed" not in said and "0 in the search index" not in said, said
+    finally:
+        client.options(ignore_status=404).indices.delete(index=name)
+        client.close()
+
+
 def test_reindex_dry_run_writes_nothing(corpus, tmp_path, es_url, capsys):
     from elasticsearch import Elasticsearch
 

@@ -96,6 +96,15 @@ def field_value(source: dict[str, Any], name: str | None) -> Any:
     return value
 
 
+def _string(value: Any) -> str | None:
+    """A field's value as a string: a string as it is, an array of strings joined by new lines, else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    return None
+
+
 def url_id(url: str) -> str:
     """The ``_id`` of the document of ``url``."""
     return url if len(url.encode("utf-8")) <= 512 else "u:" + xxhash.xxh3_128_hexdigest(url.encode("utf-8"))
@@ -221,22 +230,26 @@ class ElasticSearch:
         return fields
 
     def _view(self, source: dict[str, Any]) -> dict[str, Any]:
-        """A reindexed document with ``url``, ``title`` and ``text`` as the tools read them."""
+        """A reindexed document with ``url``, ``title`` and ``text`` as the tools read them: strings, whatever
+        the source held (an array of strings is read as its strings joined by new lines, as Elasticsearch
+        indexes them; a number, an object or an HTML that is no string as nothing: the reindex kept such a
+        document with status ``error``, and every tool must still read the others)."""
         if not self.fields:
             return source
         f = self.fields
         doc = dict(source)
         doc.setdefault("url", field_value(source, f["url"]))
         if f["title"]:
-            doc.setdefault("title", field_value(source, f["title"]))
+            doc.setdefault("title", _string(field_value(source, f["title"])))
         if "text" not in doc or f["text"] != "text":
-            text = field_value(source, f["text"]) if f["text"] else None
+            text = _string(field_value(source, f["text"])) if f["text"] else None
             if text is None and f.get("extracted"):
-                text = field_value(source, f["extracted"])
-            if text is None and f["html"] and field_value(source, f["html"]):
+                text = _string(field_value(source, f["extracted"]))
+            html = _string(field_value(source, f["html"])) if f["html"] else None
+            if text is None and html:
                 from dedup.page import parse_page
 
-                page = parse_page(field_value(source, f["html"]), str(doc.get("url") or ""))
+                page = parse_page(html, str(doc.get("url") or ""))
                 text = page.text
                 doc.setdefault("title", page.title)
             doc["text"] = text or ""
