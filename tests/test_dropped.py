@@ -334,6 +334,27 @@ def test_restore_after_a_torn_line_starts_a_new_line(work, capsys):
     assert log.read_bytes().startswith(data)
 
 
+def test_a_page_kept_when_fetched_again_is_listed_with_all(work, capsys):
+    """A dropped page whose text changed and was kept by a later crawl or reindex --update (a ``kept`` event):
+    hidden from the default list and stats like a restored page, and said so; ``--all`` lists and counts it
+    with its state (it was in neither, and the stats' drop lines did not add up)."""
+    log, _, _ = work
+    url = log_lines(log)[0]["url"]
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "kept", "url": url, "time": "2030-01-01T00:00:00Z", "status": "unique"}) + "\n")
+    rows = dedup_json(capsys, "dropped", "list", *args(log))
+    assert url not in {r["url"] for r in rows}
+    code, out, _ = dedup(capsys, "dropped", "list", *args(log))
+    assert code == 0 and "1 kept again not shown (--all shows them)" in out
+    listed = {r["url"]: r for r in dedup_json(capsys, "dropped", "list", *args(log), "--all")}
+    assert listed[url]["state"] == "kept" and len(listed) == len(rows) + 1
+    code, out, _ = dedup(capsys, "dropped", "list", *args(log), "--all")
+    assert next(line for line in out.splitlines() if line.rstrip().endswith(url)).startswith("kept")
+    stats = dedup_json(capsys, "dropped", "stats", *args(log))
+    assert stats["pages"] == len(rows) and stats["restored_hidden"] == 1
+    assert dedup_json(capsys, "dropped", "stats", *args(log), "--all")["by_state"]["kept"] == 1
+
+
 def log_lines_before(data: bytes) -> list[dict]:
     return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
 

@@ -253,6 +253,19 @@ def test_report_counts_restored_pages_as_the_list_shows_them(crawled, capsys, tm
     assert page.numbers["flagged"] == str(len(flagged(crawled)))
 
 
+def test_report_leaves_out_a_dropped_page_kept_when_fetched_again(crawled, capsys, tmp_path):
+    """A ``kept`` event (a later crawl or reindex --update kept the page): the page is counted where it is now,
+    in the index, not among the dropped pages as well."""
+    log = tmp_path / "dropped.jsonl"
+    again = crawled.dropped[0]["url"]
+    event = {"event": "kept", "url": again, "time": "2030-01-01T00:00:00Z", "status": "unique"}
+    log.write_bytes(crawled.dropped_log.read_bytes() + (json.dumps(event) + "\n").encode())
+    html, _, _ = report(capsys, log, tmp_path / "report.html", "--index", f"local://{crawled.index}")
+    page = Page(html)
+    assert page.numbers["dropped"] == str(len(crawled.dropped) - 1)
+    assert again not in {c["url"] for c in page.copies if c["attrs"]["data-kind"] != "flagged"}
+
+
 def test_report_escapes_log_text_and_links_only_http(tmp_path, capsys):
     log = tmp_path / "dropped.jsonl"
     evil = {"url": "javascript:alert(1)", "time": "2026-11-21T09:00:00Z",

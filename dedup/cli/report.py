@@ -171,7 +171,8 @@ def collect(log_path: str | Path, index_uri: str, *, limit: int | None = None) -
                 data.flagged, data.kept = [], None
                 data.index_note = (f"Reading the search index {index_uri} failed ({type(exc).__name__}: {exc}): "
                                    "flagged pages are not included.")
-        for n, entry in enumerate(droplog.entries):
+        # a dropped page kept when fetched again is in the index now (flagged or unique), not dropped
+        for n, entry in enumerate(e for e in droplog.entries if e.state != "kept"):
             full = limit is None or n < limit
             item = droplog.item(entry) if full else {}
             data.dropped.append(Pair("dropped", entry.url, str(item.get("title") or entry.title),

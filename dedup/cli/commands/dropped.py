@@ -14,6 +14,7 @@ from typing import Any
 
 from index import default_dropped_log, open_search
 
+from ...droplog import STATES
 from ...verdicts import legend, reason
 from . import cut as _cut
 from . import index_uri, progress, require_index, rounded
@@ -61,7 +62,7 @@ def make_filter(args: argparse.Namespace):
     if getattr(args, "restored", False):
         states: tuple[str, ...] = ("restored",)
     elif getattr(args, "all", False):
-        states = ("dropped", "restored")
+        states = STATES  # restored, and kept again by a later crawl or reindex --update
     else:
         states = ("dropped",)
     for name in ("min_score", "max_score"):
@@ -91,20 +92,29 @@ def _time(value: str) -> str:
 
 
 # -- list ------------------------------------------------------------------------------------------
+def _hidden(log, flt) -> str:
+    """What the default filter (dropped pages only) leaves out, said in words ("" when nothing)."""
+    if flt.states != ("dropped",):
+        return ""
+    counts = {state: sum(1 for e in log.entries if e.state == state) for state in ("restored", "kept")}
+    return " and ".join(f"{n} {'restored' if state == 'restored' else 'kept again'}"
+                        for state, n in counts.items() if n)
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     log = load(args)
     flt = make_filter(args)
     entries = flt.apply(log.entries)
-    hidden = sum(1 for e in log.entries if e.state == "restored") if flt.states == ("dropped",) else 0
+    hidden = _hidden(log, flt)
     if args.limit is not None:
         entries = entries[-args.limit:] if args.limit > 0 else []
     if args.json:
         print(json.dumps([e.to_dict(verdict=args.verdicts) for e in entries], indent=1, ensure_ascii=False))
         return 0
     if not entries:
-        print(f"no dropped pages match in {log.path}" + (f" ({hidden} restored; --all shows them)" if hidden else ""))
+        print(f"no dropped pages match in {log.path}" + (f" ({hidden}; --all shows them)" if hidden else ""))
         return 0
-    show_state = "restored" in flt.states
+    show_state = flt.states != ("dropped",)
     head = (f"{'state':<9}" if show_state else "") + f"{'time (UTC)':<20}{'status':<16}{'rule':<16}{'score':>5}  url"
     print(head)
     indent = len(head) - 3
@@ -117,11 +127,13 @@ def cmd_list(args: argparse.Namespace) -> int:
             extra += f" (dropped {e.drops} times)"
         if e.state == "restored":
             extra += f" (restored {_time(e.restored_at or '')})"
+        elif e.state == "kept":
+            extra += " (kept when fetched again)"
         if extra.strip():
             print(f"{'':<{indent}}{extra.strip()}")
     tail = f"{len(entries)} {'pages' if len(entries) != 1 else 'page'}"
     if hidden:
-        tail += f"; {hidden} restored not shown (--all shows them)"
+        tail += f"; {hidden} not shown (--all shows them)"
     print(tail)
     return 0
 
@@ -139,14 +151,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
         raise ValueError(f"--score-floor must be in [0, 1) (got {args.score_floor})")
     summary = summarize(entries, bins=args.bins, lo=args.score_floor)
     summary.update(log=str(log.path), lines=log.lines, events=log.events, bad_lines=len(log.problems),
-                   restored_hidden=sum(1 for e in log.entries if e.state == "restored")
+                   restored_hidden=sum(1 for e in log.entries if e.state != "dropped")
                    if flt.states == ("dropped",) else 0)
     if args.json:
         print(json.dumps(summary, indent=1, ensure_ascii=False))
         return 0
     what = "dropped" if flt.states == ("dropped",) else "/".join(flt.states)
     print(f"{log.path}: {summary['pages']} {what} pages ({summary['drops']} drop lines)"
-          + (f", {summary['restored_hidden']} restored not counted (--all counts them)"
+          + (f", {summary['restored_hidden']} restored or kept again not counted (--all counts them)"
              if summary["restored_hidden"] else "")
           + (f", {summary['bad_lines']} bad lines skipped" if summary["bad_lines"] else ""))
     if summary["first"]:
@@ -371,7 +383,8 @@ def _filters(p: argparse.ArgumentParser) -> None:
     g.add_argument("--since", help="dropped at or after this ISO date/date-time (UTC unless a zone is given)")
     g.add_argument("--until", help="dropped at or before this ISO date/date-time (a date includes the whole day)")
     s = g.add_mutually_exclusive_group()
-    s.add_argument("--all", action="store_true", help="include restored pages (with their state)")
+    s.add_argument("--all", action="store_true",
+                   help="include restored pages and pages kept when fetched again (with their state)")
     s.add_argument("--restored", action="store_true", help="only restored pages")
 
 
@@ -380,7 +393,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Inspect the dropped-page log of a crawl and restore pages from it.")
     cmds = dr.add_subparsers(dest="dropped_command", required=True, metavar="ACTION")
 
-    ls = cmds.add_parser("list", help="dropped pages, oldest first (restored ones hidden unless --all)")
+    ls = cmds.add_parser("list", help="dropped pages, oldest first (restored or kept again: hidden unless --all)")
     _common(ls)
     _filters(ls)
     ls.add_argument("--limit", type=int, help="only the last N matching pages")
