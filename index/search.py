@@ -8,6 +8,9 @@ FTS5 table over title and text kept in sync by triggers (the text is stored once
 explicit rowid survives VACUUM, an implicit one does not).  Tokenizer: ``porter unicode61
 remove_diacritics 2`` (case and accent folding, English stemming: "ferries" finds "ferry").
 
+Chinese and Japanese words (no blanks between them) are found through their character bigrams, kept in
+tables ``cjk``/``cjk_fts`` beside (:mod:`index.search_cjk`).
+
 Queries: user text is never passed to FTS5 as syntax.  Every word becomes a quoted FTS5
 string (so quotes, ``-``, ``:``, ``*``, parentheses, ``AND``/``OR``/``NOT``/``NEAR`` are
 plain words or separators), a trailing ``*`` on a word is kept as a prefix search, and the
@@ -28,6 +31,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import search_cjk
 from .base import verdict_of
 
 __all__ = ["LocalSearch", "fts_query", "require_fts5"]
@@ -124,9 +128,10 @@ class LocalSearch:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute(f"PRAGMA synchronous={synchronous.upper()}")
                 with db:
-                    db.executescript(_SCHEMA)
+                    db.executescript(_SCHEMA + search_cjk.SCHEMA)
                     db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                                (str(SCHEMA_VERSION),))
+                search_cjk.backfill(db)
             row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None or int(row[0]) > SCHEMA_VERSION:
                 raise RuntimeError(f"{file} has schema version {row and row[0]}, this program knows "
@@ -152,6 +157,8 @@ class LocalSearch:
                  dedup.get("status"), dedup.get("duplicate_of"),
                  json.dumps(dedup, ensure_ascii=False, default=str),
                  json.dumps(flags, ensure_ascii=False, default=str)))
+            doc_id = db.execute("SELECT id FROM docs WHERE url = ?", (url,)).fetchone()[0]
+            search_cjk.upsert(db, doc_id, doc.get("title") or "", doc.get("text") or "")
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Best matches first: the stored documents plus ``snippet``, ``status``,
@@ -159,6 +166,17 @@ class LocalSearch:
         if limit <= 0:
             return []
         db = self._open()
+        rest, phrases = search_cjk.split_query(query)
+        if phrases:
+            hits = self._run_cjk(db, query, fts_query(rest), phrases, limit)
+            if hits or len(phrases) + len(_WORD.findall(rest)) < 2:
+                return hits
+            # any word may match, as below: the runs' matches and the other words' (each list ranked)
+            anyword = self._run_cjk(db, query, "", phrases, limit, "OR")
+            if fts_query(rest):
+                seen = {h["url"] for h in anyword}
+                anyword += [h for h in self._run(db, fts_query(rest, "OR"), limit) if h["url"] not in seen]
+            return anyword[:limit]
         match = fts_query(query)
         if not match:
             return []
@@ -180,6 +198,28 @@ class LocalSearch:
             dedup = doc.get("dedup") or {}
             doc.update(snippet=row[6], status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"),
                        score=-float(row[7]))
+            hits.append(doc)
+        return hits
+
+    def _run_cjk(self, db: sqlite3.Connection, query: str, match: str, phrases: list[str],
+                 limit: int, operator: str = "AND") -> list[dict[str, Any]]:
+        """A query holding Chinese or Japanese words: each as a phrase of bigrams of ``cjk_fts`` (a substring
+        scan on an index not yet filled: :mod:`index.search_cjk`), joined by ``operator``, and every other
+        word (``match``) too."""
+        rest = " AND d.id IN (SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?)" if match else ""
+        if search_cjk.filled(db):
+            sql = (f"SELECT {_DOC_COLUMNS}, bm25(cjk_fts) AS rank FROM cjk_fts JOIN docs AS d "
+                   f"ON d.id = cjk_fts.rowid WHERE cjk_fts MATCH ?{rest} ORDER BY rank LIMIT ?")
+            params: list[Any] = [f" {operator} ".join(phrases)]
+        else:
+            clause, params = search_cjk.like_clause(query, operator)
+            sql = f"SELECT {_DOC_COLUMNS}, 0.0 FROM docs AS d WHERE {clause}{rest} ORDER BY d.fetched_at DESC LIMIT ?"
+        hits = []
+        for row in db.execute(sql, [*params, *([match] if match else []), int(limit)]).fetchall():
+            doc = _doc(row[:6])
+            dedup = doc.get("dedup") or {}
+            doc.update(snippet=search_cjk.snippet(doc["text"], query, self.snippet_tokens, self.highlight),
+                       status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"), score=-float(row[6]))
             hits.append(doc)
         return hits
 

@@ -262,3 +262,51 @@ def test_bulk_write_names_each_refused_document(request):
         assert search.get(DOCS[1]["url"]) is None
     finally:
         search.close()
+
+
+CJK_DOCS = [
+    {"url": "https://toto.test/typhoon", "title": "大型の台風十四号、週末に近畿地方へ接近のおそれ",
+     "text": "気象庁によると、大型で強い台風十四号は勢力を保ったまま北上を続けている。", "fetched_at": 1.7e9,
+     "dedup": {"status": "unique"}},
+    {"url": "https://toto.test/air", "title": "入冬以来空气质量持续改善",
+     "text": "市生态环境局周一发布的数据显示，今年入冬以来全市空气质量优良天数比去年同期增加了。", "fetched_at": 1.7e9,
+     "dedup": {"status": "unique"}},
+]
+
+
+def test_finds_chinese_and_japanese_words_inside_a_run(filled):
+    """A word of a language written without blanks is found inside the run that holds it (helper-18: ``台風``
+    found nothing, as unicode61 made ``大型で強い台風十四号は勢力を保ったまま北上を続けている`` one token)."""
+    for doc in CJK_DOCS:
+        filled.add(doc)
+    filled.flush()
+    assert urls(filled.search("台風")) == ["https://toto.test/typhoon"]
+    assert urls(filled.search("空气质量")) == ["https://toto.test/air"]
+    assert "台" in filled.search("台風")[0]["snippet"]
+    assert urls(filled.search("台風 気象庁")) == ["https://toto.test/typhoon"]  # every word, as before
+    anyword = urls(filled.search("台風 library"))  # none has both: any word
+    assert "https://toto.test/typhoon" in anyword and "https://town.test/library" in anyword
+
+
+def test_an_index_made_before_the_bigrams_finds_chinese_words_read_only_and_is_filled_when_written(tmp_path):
+    """An index made before the ``cjk`` tables: read-only, a query's run is a substring scan; opened for writing
+    (the next crawl), it is filled once from its documents."""
+    s = LocalSearch(tmp_path / "ix")
+    for doc in DOCS + CJK_DOCS:
+        s.add(doc)
+    s.close()
+    db = sqlite3.connect(tmp_path / "ix" / "search.sqlite")
+    with db:
+        db.executescript("DROP TRIGGER docs_ad_cjk; DROP TABLE cjk_fts; DROP TABLE cjk; "
+                         "DELETE FROM meta WHERE key = 'cjk_filled';")
+    db.close()
+    with LocalSearch(tmp_path / "ix", readonly=True) as old:
+        assert urls(old.search("台風")) == ["https://toto.test/typhoon"] and urls(old.search("ferry"))
+    LocalSearch(tmp_path / "ix").close()
+    db = sqlite3.connect(tmp_path / "ix" / "search.sqlite")
+    assert db.execute("SELECT count(*) FROM cjk").fetchone()[0] == 2
+    db.close()
+    with LocalSearch(tmp_path / "ix", readonly=True) as new:
+        assert urls(new.search("空气")) == ["https://toto.test/air"]
+        new_hit = new.search("台風")[0]
+        assert new_hit["url"] == "https://toto.test/typhoon" and "[台風]" in new_hit["snippet"]
