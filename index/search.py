@@ -148,16 +148,15 @@ class LocalSearch:
         flags = {k: v for k, v in doc.items() if k not in _CORE}
         db = self._writable()
         with db:
-            db.execute(
+            doc_id = db.execute(
                 "INSERT INTO docs(url, title, text, fetched_at, status, duplicate_of, dedup, flags) "
                 "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(url) DO UPDATE SET title=excluded.title, "
                 "text=excluded.text, fetched_at=excluded.fetched_at, status=excluded.status, "
-                "duplicate_of=excluded.duplicate_of, dedup=excluded.dedup, flags=excluded.flags",
+                "duplicate_of=excluded.duplicate_of, dedup=excluded.dedup, flags=excluded.flags RETURNING id",
                 (url, doc.get("title") or "", doc.get("text") or "", float(doc.get("fetched_at") or 0.0),
                  dedup.get("status"), dedup.get("duplicate_of"),
                  json.dumps(dedup, ensure_ascii=False, default=str),
-                 json.dumps(flags, ensure_ascii=False, default=str)))
-            doc_id = db.execute("SELECT id FROM docs WHERE url = ?", (url,)).fetchone()[0]
+                 json.dumps(flags, ensure_ascii=False, default=str))).fetchone()[0]
             search_cjk.upsert(db, doc_id, doc.get("title") or "", doc.get("text") or "")
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
