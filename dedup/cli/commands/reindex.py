@@ -111,7 +111,9 @@ def _check(job, args: argparse.Namespace) -> int:
                            "again to send them" if report["unsent"] else ""))
         return 0
     print("OUT OF STEP: the documents listed disagree with the decisions in the work folder (e.g. writes the "
-          "server acknowledged and lost, or documents changed by hand)")
+          "server acknowledged and lost, or documents changed by hand). Nothing here repairs a destination: "
+          "reindex SOURCE into a new destination (with its own --dropped-log and work folder) and point your "
+          "alias at it (--alias)")
     return 1
 
 
