@@ -506,8 +506,10 @@ class Deduplicator:
         if q.content_hash:  # a page without main text has its raw body's key (dedup.keys.raw_key) or none
             ids = found(self.index.lookup("content_hash", q.content_hash))
             if ids:
-                holders = self.index.get(ids[:HOLDERS])
+                holders = self.index.get(ids[:1])
                 short = q.shingle_count <= SITE_TEXT_SHINGLES
+                if short and holders and _site_text(page_url, q.title, holders[0]):
+                    holders += self.index.get(ids[1:HOLDERS])  # another holder may be a copy's original
                 holder = next((rec for rec in holders if not (short and _site_text(page_url, q.title, rec))), None)
                 if holder is not None:
                     return copy_of(holder, "exact_duplicate", "content_hash", {"content_hash": q.content_hash},

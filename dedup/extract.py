@@ -33,6 +33,7 @@ import lxml.etree
 import lxml.html
 
 from ._scan import is_prose as _scan_is_prose
+from .text import HAN_KANA
 
 __all__ = ["main_text", "native_text", "main_teasers", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
            "check_extractor", "teasers", "title_links", "element_text", "tree_of"]
@@ -219,7 +220,7 @@ def _article(tree: lxml.html.HtmlElement | None) -> str | None:
 _HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 _TITLE_WORDS = 3  # a link without a heading is a teaser's title from this many words on
 #: Han and kana, which count two to a word (dedup/_scan.c ``is_cjk``: Chinese and Japanese have no blanks)
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_CHAR = re.compile(f"[{HAN_KANA}]")
 
 
 def _words(text: str) -> float:

@@ -39,8 +39,11 @@ __all__ = ["tokenize", "split_sentences", "SentenceSplitter", "Normalizer", "nlt
 
 logger = logging.getLogger(__name__)
 
-# Han, Hiragana, Katakana, Hangul syllables, CJK compatibility: scripts written without spaces
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+#: Hiragana, Katakana, Han (with extension A and compatibility ideographs): the scripts of Chinese and Japanese,
+#: written without blanks between words (a character class's ranges; dedup/_scan.c ``is_cjk`` holds the same)
+HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# and Hangul syllables, whose runs tokenize reads as bigrams too
+_CJK = HAN_KANA + "\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _CJK_RUN = re.compile(rf"[{_CJK}]")
 # _TOKEN's matches in a text without CJK (its first alternative cannot match there), and in ASCII

@@ -18,10 +18,12 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from dedup.text import HAN_KANA
+
 __all__ = ["SCHEMA", "grams", "split_query", "backfill", "like_clause", "snippet"]
 
 #: Han and kana, as dedup/_scan.c ``is_cjk`` counts them (Hangul has blanks between words)
-_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_RUN = re.compile(f"[{HAN_KANA}]+")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cjk (id INTEGER PRIMARY KEY, grams TEXT NOT NULL);
