@@ -272,9 +272,10 @@ def containment_many(a: np.ndarray, a_total: int, bs: list[np.ndarray], b_totals
 
 #: content-hash holders read for one that is not of the page's site under another title (_site_text)
 HOLDERS = 8
-#: a text of at most this many shingles (~100 words, a paragraph) held by pages of the same site under other
-#: titles is the site's (_site_text); a longer one is an article, whose print or mirror URL may retitle it
-SITE_TEXT_SHINGLES = 100
+#: a text of at most this many shingles (~55 English words: a footer's or a blurb's sentence or two; ~35 Han or
+#: kana characters) held by pages of the same site under other titles is the site's (_site_text); a longer one
+#: may be a brief, whose print or mirror URL may retitle it (a 60-word brief is 32 shingles, a 33-word footer 16)
+SITE_TEXT_SHINGLES = 30
 
 
 def _host(url: str | None) -> str | None:

@@ -237,6 +237,21 @@ def test_pages_of_one_site_whose_text_is_the_sites_own_are_kept(dedup):
     assert again.refetched and again.kept
 
 
+def test_a_short_story_retitled_on_its_print_url_is_still_dropped(dedup):
+    """The rule is for a footer's sentence or two: a 60-word brief (32 shingles) and its print copy under another
+    title on the same host is an exact copy, dropped (a user's re-test found 100 shingles reached such briefs)."""
+    brief = ("The harbour bridge reopened to traffic on Monday after two years of repairs, the council said, and "
+             "buses returned to the route at once. Engineers replaced the corroded main cables and resurfaced the "
+             "deck; cyclists get a lane of their own from next month, and tolls stay suspended until the spring. "
+             "Shop owners near the bridge said trade had already picked up by lunchtime.")
+    assert len(brief.split()) >= 60
+    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    first = dedup.process_html(page.format("Bridge reopens | News", brief), "http://news.example/bridge")[1]
+    printed = dedup.process_html(page.format("Print: Bridge reopens", brief), "http://news.example/print/bridge")[1]
+    assert first.status == "unique"
+    assert (printed.status, printed.rule, printed.kept) == ("exact_duplicate", "content_hash", False)
+
+
 def test_elasticsearch_keeps_a_pages_site_text_unclaimed(es_index_uri):
     """In Elasticsearch too (a kept exact copy claims no content): the second page of the site is kept, and
     a copy on another site is still caught by the first page's claim."""
