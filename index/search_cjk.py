@@ -1,13 +1,14 @@
 """Chinese and Japanese words in the local search index (:mod:`index.search`).
 
 SQLite's ``unicode61`` tokenizer splits on blanks and punctuation, so a run of Han or kana characters (which
-have no blanks between words) is one token: ``台風`` did not find a page holding ``大型の台風十四号``.  Each
-document's Han and kana runs are also kept as overlapping character bigrams (``大型 型の の台 台風 風十 ...``;
-a lone character as itself) in table ``cjk``, indexed by FTS5 table ``cjk_fts`` (external content, kept in
-step by triggers as ``docs_fts`` is; a document without such characters has no row).  A query's run becomes
-the phrase of its bigrams (``空气质量`` -> ``"空气 气质 质量"``: the bigrams in a row, so the characters in a row),
-a lone character the bigrams it begins (``台*``); every such phrase and every other word must match.  This is
-what Elasticsearch's ``cjk`` analyzer does; its ``standard`` analyzer indexes each character alone.
+have no blanks between words) is one token: ``台風`` did not find a page holding ``大型の台風十四号``.  Each document's
+Han and kana runs are also kept as overlapping character bigrams and the run's last character (``大型 型の の台 台風
+風十 十四 四号 号``; a lone character as itself) in table ``cjk``, indexed by FTS5 table ``cjk_fts`` (external
+content, kept in step by triggers as ``docs_fts`` is; a document without such characters has no row).  A
+query's run becomes the phrase of its bigrams (``空气质量`` -> ``"空气 气质 质量"``: the bigrams in a row, so the
+characters in a row), a lone character the tokens it begins (``台*``); every such phrase and every other word
+must match.  This is what Elasticsearch's ``cjk`` analyzer does; its ``standard`` analyzer indexes each
+character alone.
 
 An index made before this table is filled once, when it is next opened for writing (a crawl, a restore),
 from the documents it holds (:func:`backfill`); opened read-only before that, a query's runs are matched
@@ -51,9 +52,15 @@ def _bigrams(run: str) -> list[str]:
     return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
 
 
+def _tokens(run: str) -> list[str]:
+    """What a document's run is indexed as: its bigrams, then its last character alone, which begins no bigram
+    (so that a lone character's query, the bigrams it begins, finds it at the end of a run too)."""
+    return [run] if len(run) == 1 else [*_bigrams(run), run[-1]]
+
+
 def grams(*texts: str) -> str:
-    """The bigrams of every Han and kana run of ``texts``, blank-separated ("" when there is none)."""
-    return " ".join(g for text in texts for run in _RUN.findall(text or "") for g in _bigrams(run))
+    """The tokens of every Han and kana run of ``texts`` (:func:`_tokens`), blank-separated ("" when none)."""
+    return " ".join(g for text in texts for run in _RUN.findall(text or "") for g in _tokens(run))
 
 
 def split_query(text: str) -> tuple[str, list[str]]:

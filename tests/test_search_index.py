@@ -284,6 +284,7 @@ def test_finds_chinese_and_japanese_words_inside_a_run(filled):
     assert urls(filled.search("空气质量")) == ["https://toto.test/air"]
     assert "台" in filled.search("台風")[0]["snippet"]
     assert urls(filled.search("台風 気象庁")) == ["https://toto.test/typhoon"]  # every word, as before
+    assert urls(filled.search("れ")) == ["https://toto.test/typhoon"]  # a lone character ending a run (おそれ)
     anyword = urls(filled.search("台風 library"))  # none has both: any word
     assert "https://toto.test/typhoon" in anyword and "https://town.test/library" in anyword
 
