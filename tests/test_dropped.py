@@ -355,6 +355,23 @@ def test_a_page_kept_when_fetched_again_is_listed_with_all(work, capsys):
     assert dedup_json(capsys, "dropped", "stats", *args(log), "--all")["by_state"]["kept"] == 1
 
 
+def test_explain_reads_a_dropped_page_fetched_again(work, capsys):
+    """A dropped page a later crawl fetched again unchanged has a ``seen`` event as its last log line: explain
+    still reads its drop line (it failed: "carries no duplicate_of"); after a ``kept`` event it reads the index."""
+    log, uri, _ = work
+    line = log_lines(log)[0]
+    url = line["url"]
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "seen", "url": url, "time": "2030-01-01T00:00:00Z"}) + "\n")
+    explained = dedup_json(capsys, "explain", url, *args(log, uri), "--no-corpus")
+    assert explained["sources"]["a"].startswith("dropped log") and explained["url_b"] == (
+        line["verdict"].get("nearest") or line["verdict"]["duplicate_of"])
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "kept", "url": url, "time": "2030-01-02T00:00:00Z", "status": "unique"}) + "\n")
+    code, _, err = dedup(capsys, "explain", url, *args(log, uri), "--no-corpus")
+    assert code != 0 and "not found" in err  # not in this index copy: the log's drop line is not read for it
+
+
 def log_lines_before(data: bytes) -> list[dict]:
     return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
 

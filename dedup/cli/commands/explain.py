@@ -23,7 +23,9 @@ def _cache_dir() -> Path:
 
 
 def read_log(path: Path) -> dict[str, dict[str, Any]]:
-    """The dropped log's lines by URL (a URL logged twice: the last line)."""
+    """The dropped log's drop lines by URL (a URL dropped twice: the last line). Event lines are not drops: a
+    ``seen`` or ``restored`` one leaves the URL's drop line the one read, a ``kept`` one takes the URL out (the
+    page is in the index again, and is read there)."""
     out: dict[str, dict[str, Any]] = {}
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
@@ -33,7 +35,11 @@ def read_log(path: Path) -> dict[str, dict[str, Any]]:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
-            if isinstance(rec, dict) and rec.get("url"):
+            if not isinstance(rec, dict) or not rec.get("url"):
+                continue
+            if rec.get("event") == "kept":
+                out.pop(str(rec["url"]), None)
+            elif not rec.get("event"):
                 out[str(rec["url"])] = rec
     return out
 
