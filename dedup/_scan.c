@@ -1362,7 +1362,7 @@ fail:
 
 /* ---------------------------------------------------------------------------------------------- */
 /* at least 3 words (dedup.extract._TITLE_WORDS), a folded label's blanks + 1, two Han or kana characters
- * one more (is_cjk; dedup.extract._words): in half words, 2 * blanks + cjk >= 4 */
+ * one more (is_cjk): in half words, 2 * blanks + cjk >= 4 */
 static int title_words(PyObject *str) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(str), n = 0;
     int kind = PyUnicode_KIND(str);
@@ -1672,6 +1672,30 @@ static PyObject *py_is_prose(PyObject *self, PyObject *line) {
     return PyBool_FromLong(prose);
 }
 
+/* title_words(label): the test above on a Python str (dedup.extract.title_links) */
+static PyObject *py_title_words(PyObject *self, PyObject *label) {
+    if (!PyUnicode_Check(label)) {
+        PyErr_Format(PyExc_TypeError, "title_words() takes a str, not %.100s", Py_TYPE(label)->tp_name);
+        return NULL;
+    }
+    return PyBool_FromLong(title_words(label));
+}
+
+/* has_cjk(text): whether text holds a Han or kana character (is_cjk); a text of 1-byte characters cannot */
+static PyObject *py_has_cjk(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "has_cjk() takes a str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) Py_RETURN_FALSE;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t k = 0; k < len; k++)
+        if (is_cjk(PyUnicode_READ(kind, data, k))) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_VARARGS | METH_KEYWORDS,
      "scan(html, main=True, own=None, lines=True, max_tags=-1): the tagged fields, the main-content lines, the "
@@ -1680,6 +1704,12 @@ static PyMethodDef methods[] = {
     {"is_prose", (PyCFunction)py_is_prose, METH_O,
      "is_prose(line): at least 20 words (runs between single blanks; two Han or kana characters one more), at least "
      "half of them holding a letter."},
+    {"title_words", (PyCFunction)py_title_words, METH_O,
+     "title_words(label): at least 3 words (blanks + 1; two Han or kana characters one more), a teaser title's "
+     "length."},
+    {"has_cjk", (PyCFunction)py_has_cjk, METH_O,
+     "has_cjk(text): whether text holds a Han or kana character (the characters the prose rule counts two to a "
+     "word)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "dedup._scan", NULL, -1, methods};

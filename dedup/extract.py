@@ -33,7 +33,7 @@ import lxml.etree
 import lxml.html
 
 from ._scan import is_prose as _scan_is_prose
-from .text import HAN_KANA
+from ._scan import title_words as _title_words
 
 __all__ = ["main_text", "native_text", "main_teasers", "EXTRACTORS", "DEFAULT_EXTRACTOR", "too_little",
            "check_extractor", "teasers", "title_links", "element_text", "tree_of"]
@@ -218,15 +218,9 @@ def _article(tree: lxml.html.HtmlElement | None) -> str | None:
 
 
 _HEADINGS = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
-_TITLE_WORDS = 3  # a link without a heading is a teaser's title from this many words on
-#: Han and kana, which count two to a word (dedup/_scan.c ``is_cjk``: Chinese and Japanese have no blanks)
-_CJK_CHAR = re.compile(f"[{HAN_KANA}]")
-
-
-def _words(text: str) -> float:
-    """Blank-separated words of ``text``, two Han or kana characters counted as one more."""
-    words = len(text.split())
-    return words + len(_CJK_CHAR.findall(text)) / 2 if not text.isascii() else words
+#: a link without a heading is a teaser's title from this many words on (two Han or kana characters a word):
+#: the scanner's ``title_words``, which :func:`title_links` asks too
+_TITLE_WORDS = 3
 
 
 _BLOCKS = frozenset(("p", "div", "li", "dd", "dt", "td", "th", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6",
@@ -266,7 +260,8 @@ def element_text(el: lxml.html.HtmlElement) -> str:
 def title_links(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
     """The links (with an href) of _TITLE_WORDS words or more, in document order: teaser titles can
     only be among them (parse_page collects them in its one walk over the fields instead)."""
-    return [a for a in tree.iter("a") if a.get("href") is not None and _words(element_text(a)) >= _TITLE_WORDS]
+    return [a for a in tree.iter("a")
+            if a.get("href") is not None and _title_words(" ".join(element_text(a).split()))]
 
 
 def _has_text(el: lxml.html.HtmlElement) -> bool:

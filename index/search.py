@@ -191,14 +191,7 @@ class LocalSearch:
             "FROM docs_fts JOIN docs AS d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? "
             "ORDER BY rank LIMIT ?",
             (start, end, self.snippet_tokens, match, int(limit))).fetchall()
-        hits = []
-        for row in rows:
-            doc = _doc(row[:6])
-            dedup = doc.get("dedup") or {}
-            doc.update(snippet=row[6], status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"),
-                       score=-float(row[7]))
-            hits.append(doc)
-        return hits
+        return [_hit(row[:6], row[6], row[7]) for row in rows]
 
     def _run_cjk(self, db: sqlite3.Connection, query: str, match: str, phrases: list[str],
                  limit: int, operator: str = "AND") -> list[dict[str, Any]]:
@@ -213,14 +206,10 @@ class LocalSearch:
         else:
             clause, params = search_cjk.like_clause(query, operator)
             sql = f"SELECT {_DOC_COLUMNS}, 0.0 FROM docs AS d WHERE {clause}{rest} ORDER BY d.fetched_at DESC LIMIT ?"
-        hits = []
-        for row in db.execute(sql, [*params, *([match] if match else []), int(limit)]).fetchall():
-            doc = _doc(row[:6])
-            dedup = doc.get("dedup") or {}
-            doc.update(snippet=search_cjk.snippet(doc["text"], query, self.snippet_tokens, self.highlight),
-                       status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"), score=-float(row[6]))
-            hits.append(doc)
-        return hits
+        rows = db.execute(sql, [*params, *([match] if match else []), int(limit)]).fetchall()
+        # FTS5's snippet() cannot mark what docs_fts did not index: the runs are marked in the text here
+        return [_hit(row[:6], search_cjk.snippet(row[2], query, self.snippet_tokens, self.highlight), row[6])
+                for row in rows]
 
     def get(self, url: str) -> dict[str, Any] | None:
         row = self._open().execute(f"SELECT {_DOC_COLUMNS} FROM docs AS d WHERE url = ?", (url,)).fetchone()
@@ -279,6 +268,15 @@ class LocalSearch:
         if self.readonly:
             raise ValueError(f"the search index {self.path} was opened read-only")
         return db
+
+
+def _hit(row: tuple, snippet: str, rank: float) -> dict[str, Any]:
+    """A search hit: the document of ``row`` (:data:`_DOC_COLUMNS`) with its ``snippet``, the verdict's
+    ``status`` and ``duplicate_of``, and ``score`` (``-rank``: higher is better)."""
+    doc = _doc(row)
+    dedup = doc.get("dedup") or {}
+    doc.update(snippet=snippet, status=dedup.get("status"), duplicate_of=dedup.get("duplicate_of"), score=-float(rank))
+    return doc
 
 
 def _doc(row: tuple) -> dict[str, Any]:

@@ -100,9 +100,13 @@ class Emulator:
         self.stop()
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python tests/es_server.py``: the emulator in the foreground, for trying the README's Elasticsearch
-    commands by hand; Ctrl-C stops it."""
+    commands by hand; Ctrl-C (or SIGTERM to this process) stops it."""
     import argparse
 
     p = argparse.ArgumentParser(description=main.__doc__)
@@ -112,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     server = Emulator(args.data_dir)
     server.port = args.port
     url = server.start()
+    # SIGTERM too (a run in the background, which ignores SIGINT): the emulator is stopped with the wrapper
+    signal.signal(signal.SIGTERM, _interrupt)
     print(f"noida-db (an Elasticsearch 8.15 API emulator) at {url}, PID {server.proc.pid if server.proc else '?'}; "
-          f"data in {server.data_dir}; Ctrl-C stops it", flush=True)
+          f"data in {server.data_dir}; Ctrl-C (or kill {os.getpid()}) stops it", flush=True)
     try:
         while server.proc is not None and server.proc.poll() is None:
             time.sleep(0.5)

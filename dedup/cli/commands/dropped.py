@@ -92,13 +92,18 @@ def _time(value: str) -> str:
 
 
 # -- list ------------------------------------------------------------------------------------------
-def _hidden(log, flt) -> str:
-    """What the default filter (dropped pages only) leaves out, said in words ("" when nothing)."""
+def _hidden_counts(log, flt) -> dict[str, int]:
+    """The entries the default filter (dropped pages only) leaves out, by state (none with another filter)."""
     if flt.states != ("dropped",):
-        return ""
+        return {}
     counts = {state: sum(1 for e in log.entries if e.state == state) for state in ("restored", "kept")}
+    return {state: n for state, n in counts.items() if n}
+
+
+def _hidden(log, flt) -> str:
+    """:func:`_hidden_counts` in words ("" when nothing)."""
     return " and ".join(f"{n} {'restored' if state == 'restored' else 'kept again'}"
-                        for state, n in counts.items() if n)
+                        for state, n in _hidden_counts(log, flt).items())
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -151,8 +156,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         raise ValueError(f"--score-floor must be in [0, 1) (got {args.score_floor})")
     summary = summarize(entries, bins=args.bins, lo=args.score_floor)
     summary.update(log=str(log.path), lines=log.lines, events=log.events, bad_lines=len(log.problems),
-                   restored_hidden=sum(1 for e in log.entries if e.state != "dropped")
-                   if flt.states == ("dropped",) else 0)
+                   restored_hidden=sum(_hidden_counts(log, flt).values()))
     if args.json:
         print(json.dumps(summary, indent=1, ensure_ascii=False))
         return 0

@@ -14,34 +14,12 @@ from index import open_search
 from . import DEFAULT_INDEX, dropped_log, index_uri, require_index, rounded
 from . import cut as _cut
 
-__all__ = ["register", "resolve_page", "read_log"]
+__all__ = ["register", "resolve_page"]
 
 
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "scrapy-dedup"
-
-
-def read_log(path: Path) -> dict[str, dict[str, Any]]:
-    """The dropped log's drop lines by URL (a URL dropped twice: the last line). Event lines are not drops: a
-    ``seen`` or ``restored`` one leaves the URL's drop line the one read, a ``kept`` one takes the URL out (the
-    page is in the index again, and is read there)."""
-    out: dict[str, dict[str, Any]] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not a JSON line ({exc.msg})") from None
-            if not isinstance(rec, dict) or not rec.get("url"):
-                continue
-            if rec.get("event") == "kept":
-                out.pop(str(rec["url"]), None)
-            elif not rec.get("event"):
-                out[str(rec["url"])] = rec
-    return out
 
 
 def _record_page(url: str, title: str, text: str, html: Any = None, how: str = "record", fields: Any = None):
@@ -57,20 +35,21 @@ class _Sources:
         self.uri = uri
         self.log_path = log
         self.log_explicit = log_explicit
-        self._log: dict[str, dict[str, Any]] | None = None
+        self._log: Any = None  # dedup.droplog.DropLog, or False: no log to read
         self._search: Any = None
         self._search_error: Exception | None = None
 
-    @property
-    def log(self) -> dict[str, dict[str, Any]]:
+    def drop_line(self, url: str) -> dict[str, Any] | None:
+        """``url``'s latest drop line in the dropped log (:func:`dedup.droplog.read_log`: events folded, bad lines
+        skipped), or None: not dropped, or kept again since (its page is read from the index)."""
         if self._log is None:
+            self._log = False
             if self.log_path is not None and (self.log_explicit or self.log_path.is_file()):
-                if not self.log_path.is_file():
-                    raise FileNotFoundError(f"no dropped log at {self.log_path}")
-                self._log = read_log(self.log_path)
-            else:
-                self._log = {}
-        return self._log
+                from ...droplog import read_log
+
+                self._log = read_log(self.log_path)  # FileNotFoundError, explicit and missing
+        entry = self._log.get(url) if self._log else None
+        return self._log.line(entry) if entry is not None and entry.state != "kept" else None
 
     def search(self) -> Any:
         if self._search is None and self._search_error is None:
@@ -94,7 +73,7 @@ def resolve_page(ref: str, sources: _Sources) -> tuple[Any, dict[str, Any], str]
     path = Path(ref)
     if path.is_file():
         return parse_page(path.read_bytes(), path.resolve().as_uri()), {}, f"file {path}"
-    rec = sources.log.get(ref)
+    rec = sources.drop_line(ref)
     if rec is not None:
         item = rec.get("item") or {}
         page = _record_page(ref, str(item.get("title") or ""), str(item.get("text") or ""), item.get("html"),
