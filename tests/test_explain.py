@@ -252,6 +252,19 @@ def test_hierarchy_of_a_text_record_infers_headings():
     assert "Critics object." in build_hierarchy(record("u", text), min_words=0).sentences
 
 
+def test_hierarchy_of_a_cjk_record_infers_headings_from_full_width_stops():
+    # a Japanese record (title/text, no heading marks): a paragraph ends in 。, so it is no heading, however
+    # few blanks it has; a short line without a stop is; a comma-ended line (、) continues on the next
+    text = ("路面電車の新しい停留所\n市の交通局によると、工事は三月に始まり、およそ五か月続く見込みです。"
+            "商店街の店主たちは客が減ることを心配しています。\n住民の声\n反対する住民グループは、\n"
+            "計画の見直しを求める署名を集めました。\n市長は記者会見で市民の声を丁寧に聞きながら進めたいと述べました。")
+    tree = build_hierarchy(record("u", text))
+    assert [n.kind for n in tree.nodes] == ["document", "heading", "block", "heading", "block", "block"]
+    assert tree.nodes[4].parent == 3 and len(tree.nodes[2].sentences) == 2
+    assert any(s.startswith("反対する住民グループは、計画") for s in tree.sentences)  # the wrap joined
+    assert len(tree.nodes[2].label) <= 30 and tree.nodes[2].label.endswith("\u2026")  # a label, not the paragraph
+
+
 def test_hierarchy_joins_hard_wrapped_lines_and_leaves_out_boilerplate():
     wrapped = ("Surgery To Stunt Girl's Growth Challenges Ethics\n(AP)\n"
                "CHICAGO In a case fraught with ethical questions, the parents of\n"

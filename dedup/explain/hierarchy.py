@@ -17,7 +17,7 @@ Real pages need two repairs before their lines are split into sentences:
 * **hard wraps** (:func:`unwrap`): text copied from e-mail or ``<pre>`` keeps its line
   breaks, so one sentence arrives as four lines ("... the parents of" / "a severely
   disabled child ..."). A line is joined to the next when it ends no sentence (no
-  ``.!?…:;`` before closing quotes or brackets) and the next continues it: it begins in
+  ``.!?…:;`` or ``。！？：；`` before closing quotes or brackets) and the next continues it: it begins in
   lower case, or the line ends with a comma or a dash, or it has four words or more and
   ends with a stop word ("... identified only as" / "Ashley ..."), or (on a page whose
   headings are known, so a long line is no heading) it is 50 characters or more. Lines the
@@ -45,7 +45,7 @@ from typing import Any, Iterable, Sequence
 
 from ..page import Page
 from .sentences import Refiner
-from ..text import split_sentences
+from ..text import HAN_KANA, split_sentences
 
 __all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies", "unwrap", "MIN_SENTENCE_WORDS"]
 
@@ -53,13 +53,17 @@ __all__ = ["Node", "Hierarchy", "build_hierarchy", "match_hierarchies", "unwrap"
 MIN_SENTENCE_WORDS = 3
 #: a line this long that ends no sentence, on a page whose headings are known, is a hard wrap
 WRAPPED_LINE_CHARS = 50
-_ENDS_SENTENCE = tuple(".!?:;\u2026")
-_TRAILING = "\"'\u201d\u2019)]*"
-_CONTINUES = tuple(",-\u2013\u2014")
+# Chinese and Japanese stops, commas and closing brackets are full-width: 。！？：；，、」』）】〕
+_FULL_STOPS = "\u3002\uff01\uff1f\uff1a\uff1b"
+_FULL_CLOSERS = "\u300d\u300f\uff09\u3011\u3015"
+_ENDS_SENTENCE = tuple(".!?:;\u2026" + _FULL_STOPS)
+_TRAILING = "\"'\u201d\u2019)]*" + _FULL_CLOSERS
+_CONTINUES = tuple(",-\u2013\u2014\uff0c\u3001")
 
 _WS = re.compile(r"\s+")
 _ITEM = re.compile(r"^(?:[-*\u2022\u2013\u00b7]|\d{1,3}[.)])\s+")
-_CLOSING = tuple(".!?:;,\u2026\"'\u201d\u2019)]")
+_CLOSING = tuple(".!?:;,\u2026\"'\u201d\u2019)]" + _FULL_STOPS + _FULL_CLOSERS + "\uff0c\u3001")
+_HAN_KANA = re.compile(f"[{HAN_KANA}]")
 INFERRED_HEADING_WORDS = 14
 
 
@@ -126,13 +130,21 @@ def _key(text: str) -> str:
     return _WS.sub(" ", text).strip().casefold()
 
 
+def _words(text: str) -> int:
+    """Words of ``text``: blank-separated, two Han or kana characters counting as one (as the scanner's)."""
+    han = len(_HAN_KANA.findall(text))
+    return (len(_HAN_KANA.sub(" ", text).split()) + (han + 1) // 2) if han else len(text.split())
+
+
 def _label(text: str, words: int = 12) -> str:
+    if _HAN_KANA.search(text):  # no blanks to cut at: two characters a word
+        return text[: 2 * words] + ("\u2026" if len(text) > 2 * words else "")
     parts = text.split()
     return " ".join(parts[:words]) + (" \u2026" if len(parts) > words else "")
 
 
 def _inferred_heading(line: str, is_last: bool) -> bool:
-    return (not is_last and not _ITEM.match(line) and len(line.split()) <= INFERRED_HEADING_WORDS
+    return (not is_last and not _ITEM.match(line) and _words(line) <= INFERRED_HEADING_WORDS
             and not line.rstrip().endswith(_CLOSING))
 
 
@@ -155,7 +167,7 @@ def _joins(line: str, following: str, long_wraps: bool, stop_words: frozenset[st
 
 
 def unwrap(lines: Sequence[str], keep: Iterable[str] = (), stop_words: frozenset[str] | None = None) -> list[str]:
-    """``lines`` (stripped, non-empty) with hard-wrapped runs joined by a space (module
+    """``lines`` (stripped, non-empty) with hard-wrapped runs joined by a space (none between CJK) (module
     docstring); a line whose :func:`_key` is in ``keep`` (a heading) is never joined. When
     ``keep`` names headings, a line of :data:`WRAPPED_LINE_CHARS` or more that ends no
     sentence is also joined (it is no heading, and few paragraphs end without punctuation).
@@ -165,7 +177,9 @@ def unwrap(lines: Sequence[str], keep: Iterable[str] = (), stop_words: frozenset
     out: list[str] = []
     for line in lines:
         if out and _key(out[-1]) not in fixed and _key(line) not in fixed and _joins(out[-1], line, bool(fixed), stop):
-            out[-1] = f"{out[-1]} {line}"
+            # Chinese and Japanese put no blank between the two halves of a wrapped sentence
+            cjk = _HAN_KANA.match(out[-1].rstrip(_TRAILING + "\uff0c\u3001")[-1:]) and _HAN_KANA.match(line[:1])
+            out[-1] = f"{out[-1]}{line}" if cjk else f"{out[-1]} {line}"
         else:
             out.append(line)
     return out
@@ -175,7 +189,7 @@ def _sentence(text: str, min_words: int, refine: Refiner) -> bool:
     """A sentence, not boilerplate: ``min_words`` refined words, or a clause of 5 words or more
     ("The village has no shop." has two refined words and is a sentence; "(Story continues below)"
     has two and is not)."""
-    return min_words <= 0 or len(text.split()) >= 5 or len(refine(text)) >= min_words
+    return min_words <= 0 or _words(text) >= 5 or len(refine(text)) >= min_words
 
 
 def build_hierarchy(page: Page, *, min_words: int = MIN_SENTENCE_WORDS, refiner: Refiner | None = None) -> Hierarchy:
