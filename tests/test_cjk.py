@@ -101,3 +101,18 @@ def test_a_page_of_japanese_teasers_is_a_listing():
     # the lxml reader's title links (resiliparse's and trafilatura's path) count the same way as the scanner's
     links = ex.title_links(lxml.html.fromstring(html))
     assert [a.text for a in links] == titles and not ex.title_links(lxml.html.fromstring("<a href='/'>ホーム</a>"))
+
+
+def test_the_scanner_and_the_tokenizer_agree_on_every_han_and_kana_character():
+    # the ranges live twice, in dedup/_scan.c is_cjk (the extractor's word count, has_cjk) and in
+    # dedup.text.HAN_KANA (the tokenizer's bigrams, the explain tree's words): one code point apart, a page
+    # would be prose to one and not to the other
+    import re
+
+    from dedup._scan import has_cjk
+    from dedup.text import HAN_KANA
+
+    python = re.compile(f"[{HAN_KANA}]")
+    differ = [hex(cp) for cp in range(0x2000, 0x10000) if not 0xD800 <= cp <= 0xDFFF
+              and bool(has_cjk(chr(cp))) != bool(python.match(chr(cp)))]
+    assert not differ, differ[:10]
