@@ -143,6 +143,10 @@ class _PipelineBase:
         return {"spider": self.crawler.spider if self.crawler is not None else None}
 
 
+#: DedupPipeline._unchanged's answer for a dropped page whose text's holder is known only in its turn
+_IN_TURN = object()
+
+
 class DedupPipeline(_PipelineBase):
     """Near-duplicate check of every item; drops those whose status is in ``DEDUP_DROP``."""
 
@@ -236,14 +240,29 @@ class DedupPipeline(_PipelineBase):
                 seen = self._unchanged(adapter, body)
             except _unavailable_errors() as exc:  # parsed here, then spooled with its page
                 return self._decide(adapter, source, None, replay, body, outage=exc)
+            if seen is _IN_TURN:
+                return self._dropped_in_turn(adapter, source, replay, body, *self._take_turn())
             if seen is not None:
                 return seen
         if self._pooling and isinstance(source, Source) and self.unavailable is None:
             if self.pool is None:
                 self.pool = WorkerPool(self.workers)
                 self.pool.broadcast(prepare, self.config)
-            return self._pooled(adapter, source, replay, body)
+            return self._pooled(adapter, source, replay, body, *self._take_turn())
         return self._decide(adapter, source, None, replay, body)
+
+    def _take_turn(self) -> tuple[asyncio.Future | None, asyncio.Future]:
+        """The decision before this item's (None when none is pending) and this item's, which the next item
+        waits for. Taken when the item arrives, not when its coroutine first runs: an item after it must see
+        it pending (``_unchanged``) even before the loop has started it."""
+        turn, mine = self._turn, asyncio.get_running_loop().create_future()
+        self._turn = mine
+        return turn, mine
+
+    def _end_turn(self, mine: asyncio.Future) -> None:
+        mine.set_result(None)
+        if self._turn is mine:
+            self._turn = None
 
     def _unchanged(self, adapter: ItemAdapter, body: str) -> Any:
         """A page fetched again with the very bytes it had (``body``), known before parsing: the item of a
@@ -253,10 +272,27 @@ class DedupPipeline(_PipelineBase):
         if verdict is not None:
             return self._refetched(adapter, verdict)
         dropped = self._dropped.get(url)
-        if dropped is not None and dropped[0] == body and dropped[1] and \
-                self.deduplicator.index.lookup("content_hash", dropped[1]):
-            self._seen_dropped(url)  # raises
+        if dropped is not None and dropped[0] == body and dropped[1]:
+            if self._turn is not None:  # pages before it are still being decided: one may change that text's holder
+                return _IN_TURN
+            if self.deduplicator.index.lookup("content_hash", dropped[1]):
+                self._seen_dropped(url)  # raises
         return None
+
+    async def _dropped_in_turn(self, adapter: ItemAdapter, source: Source, replay: Any, body: str,
+                               turn: asyncio.Future | None, mine: asyncio.Future) -> Any:
+        """A page the dropped log holds, fetched again unchanged while pages that arrived before it are decided
+        in the workers: its text's holder is looked up after theirs are recorded (one of them may be that
+        holder, changed), and the page decided again here if no page holds that text any more."""
+        try:
+            if turn is not None:
+                await turn
+            dropped = self._dropped.get(adapter.get("url"))
+            if dropped is not None and self.deduplicator.index.lookup("content_hash", dropped[1]):
+                self._seen_dropped(adapter.get("url"))  # raises
+            return self._decide(adapter, source, None, replay, body)
+        finally:
+            self._end_turn(mine)
 
     def _refetched(self, adapter: ItemAdapter, verdict: Verdict) -> Any:
         """The item of a page fetched again whose record holds its content: it carries its record's verdict
@@ -272,12 +308,10 @@ class DedupPipeline(_PipelineBase):
         self._dropped_log.event(SEEN, url)
         raise DropItem(f"{url}: fetched again, unchanged; dropped before (see the dropped log)", log_level="DEBUG")
 
-    async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any, body: str | None) -> Any:
+    async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any, body: str | None,
+                      turn: asyncio.Future | None, mine: asyncio.Future) -> Any:
         """Parse and featurize in a worker process; decide here, in the order the items arrived (the
         same verdicts as in-process, whichever worker finishes first)."""
-        loop = asyncio.get_running_loop()
-        turn, mine = self._turn, loop.create_future()
-        self._turn = mine
         try:
             try:
                 assert self.pool is not None
@@ -289,9 +323,7 @@ class DedupPipeline(_PipelineBase):
                 await turn
             return self._decide(adapter, page, features, replay, body)
         finally:
-            mine.set_result(None)
-            if self._turn is mine:
-                self._turn = None
+            self._end_turn(mine)
 
     def _decide(self, adapter: ItemAdapter, source: Source | Page, features: Any, replay: Any,
                 body: str | None = None, outage: BaseException | None = None) -> Any:

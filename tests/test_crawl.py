@@ -401,3 +401,50 @@ def test_a_dict_items_raw_html_is_removed_once_parsed_unless_kept(tmp_path, keep
     assert item["title"] == "Roof" and "library roof" in item["text"] and item["dedup"]["status"] == "unique"
     assert ("html" in item) is keep_html
     assert empty["dedup"]["rule"] == "unextractable" and ("html" in empty) is keep_html  # no text: gone all the same
+
+
+def test_a_dropped_page_fetched_again_waits_for_the_pages_before_it_in_the_workers(tmp_path):
+    """helper-21: with worker processes (DEDUP_WORKERS, auto on 2+ cores) a page dropped as an exact copy and
+    fetched again unchanged was dropped again at once, while the page it copied, fetched just before it with
+    new text, was still in a worker: the text then was in neither index. With DEDUP_WORKERS=0 it was decided
+    again and kept. Now it waits for the pages before it, as their decisions do."""
+    import asyncio
+
+    from crawler.pipelines import DedupPipeline, DuplicateDropped
+    from dedup.deduplicator import DedupConfig
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. ")
+    edit = "A replacement bus will run every twenty minutes and tickets remain valid on it, a spokesperson added. "
+
+    def page(title: str, text: str) -> str:
+        return f"<html><head><title>{title}</title></head><body><article><p>{text}</p></article></body></html>"
+
+    mirror, article = "http://m.example/a4", "http://a.example/a4"
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+
+    day1 = DedupPipeline(index_uri=uri, config=DedupConfig(), dropped_log=log)
+    day1.open_spider()
+    try:
+        day1.process_item({"url": mirror, "html": page("Line to close", story * 3)})
+        with pytest.raises(DuplicateDropped):
+            day1.process_item({"url": article, "html": page("Line to close | News", story * 3)})
+    finally:
+        day1.close_spider()
+
+    async def day2() -> tuple[dict, dict]:
+        pipeline = DedupPipeline(index_uri=uri, config=DedupConfig(), dropped_log=log, workers=1)
+        pipeline.open_spider()
+        pipeline._pooling = True  # as under Scrapy's asyncio reactor
+        try:
+            first = pipeline.process_item({"url": mirror, "html": page("Line to close", story * 2 + edit * 2)})
+            second = pipeline.process_item({"url": article, "html": page("Line to close | News", story * 3)})
+            assert asyncio.iscoroutine(second)  # the old code raised DropItem here, before the mirror's turn
+            return await first, await second
+        finally:
+            pipeline.close_spider()
+
+    changed, again = asyncio.run(day2())
+    assert changed["dedup"]["replaced"] and again["dedup"]["status"] != "exact_duplicate", again["dedup"]
+    with open_index(uri) as index:
+        assert index.by_url(article) is not None  # the text is kept: its page's record is there
