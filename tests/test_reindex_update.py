@@ -309,3 +309,52 @@ def test_update_is_refused_with_slices_and_dry_run(tmp_path, capsys):
         err = capsys.readouterr().err
         assert said in err and len(err.strip().splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_update_decides_again_a_copy_whose_kept_page_changed(es_url, tmp_path):
+    """helper-22: a kept page that had dropped exact copies got new text; ``--update`` skipped the unchanged
+    copies, so their text was in no destination document though still in the source (and ``--check`` said
+    in step). A crawl decides such a page again; so does an update now: the oldest copy is kept (a ``kept``
+    event); the next one's text is held again, by that copy, and it stays dropped."""
+    from elasticsearch import Elasticsearch
+
+    from dedup.droplog import read_log
+    from index import open_search
+
+    name = f"updcopy-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "crawled": {"type": "date"}}})
+    docs = {"a": (article("Bakery hours", BAKERY), 1), "b": (article("Bakery hours", BAKERY), 2),
+            "c": (article("Bakery hours", BAKERY), 3), "d": (article("Choir seeks tenors", CHOIR), 4)}
+    try:
+        for key, (html, day) in docs.items():
+            client.index(index=name, id=key, document={"url": f"http://{key}.example/bakery", "html": html,
+                                                       "crawled": f"2024-01-0{day}T00:00:00Z"})
+        client.indices.refresh(index=name)
+        source, dest = f"{es_url}/{name}", f"{es_url}/{name}-v2"
+        args = reindex_args(source, dest, tmp_path)
+        assert main(args) == 0
+        first = {e.url: e.state for e in read_log(tmp_path / "dropped.jsonl").entries}
+        assert first == {"http://b.example/bakery": "dropped", "http://c.example/bakery": "dropped"}, first
+        client.index(index=name, id="a", document={"url": "http://a.example/bakery", "crawled": "2024-01-01T00:00:00Z",
+                                                   "html": article("Bakery hours", BAKERY + " " + SENTENCE * 3)})
+        client.indices.refresh(index=name)
+        assert main(args + ["--update"]) == 0
+        search = open_search(dest, readonly=True)
+        try:
+            kept = {d["url"]: d["dedup"]["status"] for d in search.iter_docs()}
+        finally:
+            search.close()
+        assert set(kept) == {"http://a.example/bakery", "http://b.example/bakery", "http://d.example/bakery"}, kept
+        assert kept["http://b.example/bakery"] != "exact_duplicate", kept
+        log = {e.url: (e.state, e.duplicate_of) for e in read_log(tmp_path / "dropped.jsonl").entries}
+        assert log["http://b.example/bakery"][0] == "kept", log
+        # the third copy stays dropped, unread: its text is b's now, a page of a's group (b names a)
+        assert log["http://c.example/bakery"] == ("dropped", "http://a.example/bakery"), log
+        assert len(read_jsonl(tmp_path / "dropped.jsonl")) == 3  # two drop lines and b's kept event
+        assert main(args + ["--check"]) == 0
+    finally:
+        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import drop_line
+from dedup.droplog import drop_line, dropped_keys
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
 from dedup.sources import LazyFeaturizer, body_key
@@ -353,6 +353,16 @@ class Reindex(Inspection):
             self.progress(done, total)
         known: dict[str, tuple[Any, str, str]] = {}  # source id -> (its earlier decision, body key, source key)
         logged: dict[str, str] = {}
+        dropped: dict[str, tuple[str | None, str | None]] = {}
+
+        def holder_gone(url: str) -> bool:
+            """Whether no kept page holds the text the document at ``url`` was dropped for any more (its
+            holder changed since, or went): then it is decided again, as a crawl does a dropped page fetched
+            again. Unknown (a drop line without that text's key): False."""
+            if not dropped:
+                dropped.update(dropped_keys(self.dropped_log) or {"": (None, None)})
+            text = dropped.get(url, (None, None))[1]
+            return bool(text) and not local.lookup("content_hash", text)
 
         def logged_source(sid: str) -> str | None:
             """The source key of the ``_source`` in ``sid``'s latest drop line (read once, when first asked)."""
@@ -367,7 +377,8 @@ class Reindex(Inspection):
                 row = state.doc(sid)
                 if row is not None and row[4] is None and not updating:
                     continue  # read again after a resume: decided before (by a version keeping no keys)
-                skey, data = source_keys(hit["_source"], make.source(hit))
+                source = make.source(hit)
+                skey, data = source_keys(hit["_source"], source)
                 same = row is not None and row[5] is not None and row[5] == (
                     skey if len(row[5]) != 16 else legacy_source_key(hit["_source"]))  # 16: an earlier version's
                 body = None if same else body_key(data)
@@ -375,7 +386,9 @@ class Reindex(Inspection):
                     # dropped by a version keeping no keys: its drop line holds the _source it was decided on
                     state.set_keys(sid, source_key=skey, body=body)
                     body = None
-                if row is not None and body in (None, row[4]):
+                if updating and row is not None and body is None and not row[1] and holder_gone(source.url or sid):
+                    body = body_key(data)  # dropped, unchanged, and its text is no kept page's now
+                elif row is not None and body in (None, row[4]):
                     if body is None:  # unchanged since it was decided: nothing to do, nothing to write
                         report.unchanged += updating
                     else:  # the same page, other fields changed
