@@ -190,6 +190,8 @@ def test_reindex_killed_anywhere_and_resumed_matches_uninterrupted(uninterrupted
     assert decided(tmp_path / "checkpoint.work") == 0
     killed_run("sent", 2, args + ["--batch-size", "4"])
     assert list((tmp_path / "checkpoint.work" / "pending").iterdir())  # the batch the work folder never marked
+    # killed with refresh off: --check refreshes before it lists (it read the unrefreshed writes as lost: helper-22)
+    assert main(args + ["--check"]) == 0
     killed_run("decided", 9, args + ["--batch-size", "3"])
     assert main(args + ["--batch-size", "7", "--workers", "2", "--json"]) == 0  # features in 2 processes
     got, want = outcome(dest, tmp_path), outcome(*uninterrupted)

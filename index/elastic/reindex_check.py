@@ -81,6 +81,9 @@ class Inspection:
         ``dedup.slice``; restored documents, which carry none, count for every slice)."""
         if not es.call("check an index", es.client.indices.exists, index=index):
             return set()
+        # a run killed with refresh off (reindex_write._pause_refresh) leaves its last writes unsearchable:
+        # listed unrefreshed, they read as lost. A key that may not refresh (403) lists what is searchable.
+        es.call("make the last writes searchable", es.client.options(ignore_status=403).indices.refresh, index=index)
         ids: set[str] = set()
         for hits in pit_pages(es, index, "list document ids", size=5000,
                               _source=["dedup.slice"] if slice_id is not None else False):
