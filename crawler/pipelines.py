@@ -42,7 +42,7 @@ from dedup.workers import WorkerError, WorkerPool
 
 from .bodies import FetchedHTML
 from .config import is_enabled, settings_of
-from .items import TRANSIENT
+from .items import TRANSIENT, note, notes_of
 from .spool import REPLAY_KEY, Spool
 
 __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source", "index_buffered", "flush_index",
@@ -404,11 +404,12 @@ class DedupPipeline(_PipelineBase):
                 continue
             try:
                 adapter[name] = value
-            except KeyError:  # an Item class without the field: the search index gets no text for it
+            except KeyError:  # an Item class without the field: the search index gets it from a note
+                note(adapter.item, name, value)
                 if not getattr(self, "_warned_text", False):
                     self._warned_text = True
-                    logger.warning("%s has no %r field: kept pages are stored in the search index without "
-                                   "their extracted title/text", type(adapter.item).__name__, name,
+                    logger.warning("%s has no %r field: items are exported without the extracted title/text "
+                                   "(the search index has them)", type(adapter.item).__name__, name,
                                    extra=self._extra)
         if not self.keep_html and self.html_field in adapter and "text" in adapter:
             del adapter[self.html_field]
@@ -416,11 +417,13 @@ class DedupPipeline(_PipelineBase):
     def _set_dedup(self, adapter: ItemAdapter, verdict: dict[str, Any]) -> None:
         try:
             adapter["dedup"] = verdict
-        except KeyError:  # an Item class without a dedup field: the verdict is only in the index/log
+        except KeyError:  # an Item class without a dedup field: the search index gets it from a note
+            note(adapter.item, "dedup", verdict)
             if not getattr(self, "_warned_field", False):
                 self._warned_field = True
-                logger.warning("%s has no 'dedup' field; verdicts are not recorded on items",
-                               type(adapter.item).__name__, extra=self._extra)
+                logger.warning("%s has no 'dedup' field: items are exported without their verdicts (the dedup "
+                               "index, the search index and the dropped log have them)", type(adapter.item).__name__,
+                               extra=self._extra)
 
 
 class IndexPipeline(_PipelineBase):
@@ -516,11 +519,12 @@ class IndexPipeline(_PipelineBase):
 
     def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         adapter = ItemAdapter(item)
-        verdict = adapter.get("dedup")
+        noted = notes_of(item)  # what DedupPipeline could not set on an Item class without those fields
+        verdict = adapter.get("dedup") or noted.get("dedup")
         if isinstance(verdict, dict) and verdict.pop(REFETCH_KEY, False) and self.search.get(adapter["url"]):
             raise DropItem(f"{adapter['url']}: fetched again; recorded and in the search index already",
                            log_level="DEBUG")
-        doc = {name: adapter.get(name) for name in self.FIELDS}
+        doc = {name: adapter.get(name) if adapter.get(name) is not None else noted.get(name) for name in self.FIELDS}
         doc["fetched_at"] = epoch_seconds(doc["fetched_at"])
         if not doc["text"] and adapter.get(self.html_field):
             # raw HTML that DedupPipeline did not turn into text (an Item class without a text field, or

@@ -2,6 +2,7 @@
 and the ``site`` spider's parsing and arguments, on hand-made responses."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -329,6 +330,53 @@ def test_an_item_class_without_text_fields_still_reaches_search_with_its_text(tm
     with open_search(uri, readonly=True) as search:
         doc = search.get("http://a.example/1")
         assert doc["title"] == "Roof" and "library roof" in doc["text"] and doc["dedup"]["status"]
+
+
+class UrlHtmlItem(scrapy.Item):
+    """A user's Item class with only the page: no title, text or dedup field."""
+
+    url = scrapy.Field()
+    html = scrapy.Field()
+    category = scrapy.Field()
+
+
+@dataclasses.dataclass
+class UrlHtmlRecord:
+    url: str
+    html: str
+
+
+@pytest.mark.parametrize("kind", [UrlHtmlItem, UrlHtmlRecord])
+def test_an_item_class_without_a_dedup_field_still_gives_the_search_index_its_verdict(tmp_path, caplog, kind):
+    """helper-21: with a ``scrapy.Item`` or a dataclass declaring only url and html, the near copy's flag
+    reached the dedup index but not the search index (status and duplicate_of empty: ``dedup report`` said
+    0 flagged, ``dropped show`` "kept ... as -"). The verdict, title and text go there beside the item now."""
+    from crawler.pipelines import DedupPipeline, IndexPipeline
+    from dedup.deduplicator import DedupConfig
+
+    uri = f"local://{tmp_path / 'index'}"
+    dedup = DedupPipeline(index_uri=uri, config=DedupConfig(), dropped_log=tmp_path / "dropped.jsonl")
+    store = IndexPipeline(index_uri=uri)
+    story = ("The council voted on Tuesday to repair the library roof before winter, after rain damaged the "
+             "reading room twice this autumn; work starts in March and takes six weeks, the clerk said. ") * 3
+    html = "<html><head><title>Roof</title></head><body><article><p>{}</p></article></body></html>"
+    dedup.open_spider()
+    store.open_spider()
+    try:
+        with caplog.at_level("WARNING", logger="crawler.pipelines"):
+            for n, text in enumerate((story, story + "A spokesperson for the library thanked readers.")):
+                item = kind(url=f"http://a.example/{n}", html=html.format(text))
+                assert store.process_item(dedup.process_item(item)) is item
+        assert "has no 'dedup' field: items are exported without their verdicts" in caplog.text
+    finally:
+        dedup.close_spider()
+        store.close_spider()
+    with open_search(uri, readonly=True) as search:
+        first, copy = search.get("http://a.example/0"), search.get("http://a.example/1")
+    assert first["dedup"]["status"] == "unique" and first["title"] == "Roof" and "library roof" in first["text"]
+    assert copy["dedup"]["status"] in ("duplicate", "near_duplicate") and \
+        copy["dedup"]["duplicate_of"] == "http://a.example/0", copy["dedup"]
+    assert not hasattr(item, "_dedup_notes")  # read once, then gone from the item
 
 
 @CRAWL
