@@ -70,8 +70,8 @@ def default_dropped_log(uri: str) -> str:
 def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | None:
     """Why the index at ``uri`` cannot be used now, for a refusal in one line before a crawl starts, or
     None: an embedded index another process holds (its lock) or that cannot be made where it is named (a
-    file on its path, a folder this user may not write), or an Elasticsearch cluster that does not
-    answer within its retry budget (``retry_seconds`` of ``es_options``, DEDUP_ES_OPTIONS). Anything else
+    file on its path, a folder this user may not write), or an Elasticsearch cluster that refuses this client's
+    major version or does not answer within its retry budget (``retry_seconds`` of ``es_options``, DEDUP_ES_OPTIONS). Anything else
     (a bad URI, another error, no client) is None: opening the index reports it as before."""
     try:
         scheme = _scheme(uri)
@@ -83,14 +83,14 @@ def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | Non
             path = Path(_local_path(uri))
             return cannot_make(path) or in_use(path)
         from .elastic import IndexUnavailable, _split
-        from .elastic.connect import connect
+        from .elastic.connect import IncompatibleClient, connect
 
         es, name = connect(uri, **_split(es_options or {}, ())[0])  # an unknown option: None, opening says
     except Exception:
         return None
     try:
         es.call("reach the cluster", es.client.indices.exists, index=name)
-    except IndexUnavailable as exc:
+    except (IndexUnavailable, IncompatibleClient) as exc:
         return str(exc)
     except Exception:
         return None

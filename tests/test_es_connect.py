@@ -59,3 +59,49 @@ def test_other_errors_are_not_retried():
     es = Retrying(None, "http://h:9200", sleep=lambda s: pytest.fail("slept"))
     with pytest.raises(NotFoundError):
         es.call("read", missing)
+
+
+def test_a_cluster_refusing_the_clients_major_version_is_one_line(capsys):
+    """helper-22: a 9.x client (what ``elasticsearch<10`` installed) sends ``compatible-with=9``, which an
+    Elasticsearch 8 cluster refuses on every request (400 ``media_type_header_exception``): reindex and search
+    ended in a traceback and a crawl in asyncio noise. A server answering as such a cluster does (to this
+    client's headers, whatever its version) gives one line, and a crawl is refused before it starts."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from dedup.cli import main
+    from index import unavailable
+
+    body = json.dumps({"error": {"root_cause": [{"type": "media_type_header_exception", "reason": "Invalid media-type "
+                      "value on headers [Accept, Content-Type]"}], "type": "media_type_header_exception",
+                      "reason": "Invalid media-type value on headers [Accept, Content-Type]"}, "status": 400}).encode()
+
+    class OlderCluster(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_HEAD = do_POST = do_PUT = answer
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OlderCluster)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    uri = f"http://127.0.0.1:{server.server_address[1]}/pages"
+    try:
+        why = unavailable(uri, {"retry_seconds": 1})
+        assert why and "refuses the API version headers" in why and "pip install" in why, why
+        capsys.readouterr()
+        assert main(["search", "harbour", "--index", uri]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("dedup: error: Elasticsearch at") and len(err.splitlines()) == 1, err
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from .serialise import client_serializer
 
-__all__ = ["IndexUnavailable", "Retrying", "connect", "parse_uri", "check_index_name", "create_index",
+__all__ = ["IndexUnavailable", "IncompatibleClient", "Retrying", "connect", "parse_uri", "check_index_name", "create_index",
            "RETRY_STATUSES"]
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,40 @@ _BAD_NAME = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 
 class IndexUnavailable(RuntimeError):
     """The cluster did not answer, or kept refusing, for the whole retry budget."""
+
+
+class IncompatibleClient(ValueError):
+    """The cluster refuses every request of this client: its API version headers are of a later major
+    version than the cluster's (a 9.x client against Elasticsearch 8: ``media_type_header_exception``)."""
+
+
+def _refused_headers(exc: BaseException) -> bool:
+    return getattr(getattr(exc, "meta", None), "status", None) == 400 and "media_type_header_exception" in str(exc)
+
+
+def incompatible(exc: BaseException, url: str, client: Any) -> IncompatibleClient | None:
+    """The :class:`IncompatibleClient` that ``exc`` (a 400 answer) means, or None. An answer without a body
+    (to a HEAD request: ``indices.exists``) is told apart by asking ``client`` for the cluster's info once."""
+    if getattr(getattr(exc, "meta", None), "status", None) != 400:
+        return None
+    if not _refused_headers(exc):
+        if getattr(exc, "body", None) not in (None, "", b""):
+            return None
+        try:
+            client.info()
+        except Exception as probe:
+            if not _refused_headers(probe):
+                return None
+        else:
+            return None
+    try:
+        from elasticsearch import __versionstr__ as client
+    except ImportError:  # pragma: no cover - the client raised exc
+        client = "?"
+    return IncompatibleClient(
+        f"Elasticsearch at {url} refuses the API version headers of this client (elasticsearch-py {client}): "
+        f"the cluster is of an older major version; install the client of its major version, e.g. "
+        f"pip install 'elasticsearch>=8.13,<9' for Elasticsearch 8 (what the 'es' extra installs)")
 
 
 def check_index_name(name: str) -> str:
@@ -124,6 +158,9 @@ class Retrying:
                 result = fn(*args, **kwargs)
             except Exception as exc:
                 if not is_transient(exc):
+                    refused = incompatible(exc, self.url, self.client)
+                    if refused is not None:
+                        raise refused from None
                     raise
                 waited = time.monotonic() - start
                 if waited + delay > self.retry_seconds:
