@@ -46,7 +46,7 @@ from .items import TRANSIENT, note, notes_of
 from .spool import REPLAY_KEY, Spool
 
 __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source", "index_buffered", "flush_index",
-           "index_flushed", "remove_document"]
+           "index_flushed", "remove_document", "regroup_document"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,9 @@ index_flushed = object()
 #: sent by :class:`DedupPipeline` with ``url`` when a page fetched again with changed content is dropped:
 #: its older version leaves the search index too (:class:`IndexPipeline` removes the document)
 remove_document = object()
+#: sent by :class:`DedupPipeline` with ``url`` and ``dedup`` when a page's group is kept for another page
+#: now (see ``DedupPipeline._reroot``): :class:`IndexPipeline` writes that verdict into its document
+regroup_document = object()
 
 #: key of ``item["dedup"]`` marking a page fetched again that the dedup index recorded under its URL:
 #: ``IndexPipeline`` writes it only when the search index does not hold it (a kill between the two writes)
@@ -301,6 +304,23 @@ class DedupPipeline(_PipelineBase):
         self._set_dedup(adapter, {**verdict.to_dict(), REFETCH_KEY: True})
         return adapter.item
 
+    def _reroot(self, url: str, verdict: Verdict) -> None:
+        """The page at ``url`` was its group's kept page, and its new text is an exact copy of a page that names
+        it as that (a copy kept while the page had other text, then the page put back: helper-21's edit and
+        revert). That page is the group's kept page now: its record and its search document say so, where they
+        named a page that is dropped as a copy of them (each the other's ``duplicate_of``, the text in no group
+        a reader sees kept). Other pages of the old group still name ``url``, whose drop line names this one."""
+        named = verdict.duplicate_of
+        record = self.deduplicator.index.by_url(named) if named and verdict.status == "exact_duplicate" else None
+        if record is None or record.duplicate_of != url:
+            return
+        self.deduplicator.index.replace(record.id, dataclasses.replace(record, status="unique", duplicate_of=None))
+        self._inc("dedup/regrouped")
+        logger.info("%s is its group's kept page now: %s, which it was flagged as a copy of, is its exact copy",
+                    named, url, extra=self._extra)
+        self.crawler.signals.send_catch_log(regroup_document, url=named,
+                                            dedup={"status": "unique", "duplicate_of": None, "regrouped_from": url})
+
     def _seen_dropped(self, url: str) -> None:
         """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
         entry told when (a short ``seen`` line), and dropped without a second drop line."""
@@ -371,6 +391,7 @@ class DedupPipeline(_PipelineBase):
         self._inc("dedup/dropped")
         if verdict.replaced is not None and self.crawler is not None:  # its older version was kept
             self.crawler.signals.send_catch_log(remove_document, url=url)
+            self._reroot(url, verdict)
         self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,), body=body,
                                 content_hash=None if verdict.rule == "content_hash" else features.content_hash)
         self._dropped[url] = (body, features.content_hash)
@@ -454,6 +475,7 @@ class IndexPipeline(_PipelineBase):
         crawler.signals.connect(pipeline.buffered, signal=index_buffered)
         crawler.signals.connect(pipeline.flush, signal=flush_index)
         crawler.signals.connect(pipeline.remove, signal=remove_document)
+        crawler.signals.connect(pipeline.regroup, signal=regroup_document)
         return pipeline
 
     def open_spider(self, spider: Spider | None = None) -> None:
@@ -479,6 +501,13 @@ class IndexPipeline(_PipelineBase):
         if self.search is not None:
             self.search.remove(url)
             self._inc("dedup/index/removed")
+
+    def regroup(self, url: str, dedup: dict[str, Any], **_: Any) -> None:
+        """``url``'s document gets ``dedup`` over its verdict: its group is kept for it now."""
+        doc = self.search.get(url) if self.search is not None else None
+        if doc is not None:
+            self.search.add({**doc, "dedup": {**(doc.get("dedup") or {}), **dedup}})
+            self._inc("dedup/index/regrouped")
 
     # -- the write buffer (Elasticsearch's bulk writes; the local index commits every add) ----------------
     def buffered(self, **_: Any) -> int:

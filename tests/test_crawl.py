@@ -496,3 +496,54 @@ def test_a_dropped_page_fetched_again_waits_for_the_pages_before_it_in_the_worke
     assert changed["dedup"]["replaced"] and again["dedup"]["status"] != "exact_duplicate", again["dedup"]
     with open_index(uri) as index:
         assert index.by_url(article) is not None  # the text is kept: its page's record is there
+
+
+def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_page(tmp_path):
+    """helper-21: a kept page M with a dropped exact copy A; M edited (A decided again: kept, flagged a copy of
+    M); M put back (an exact copy of A now: dropped). Each named the other: A kept but flagged as a copy of a
+    page no index holds, M dropped as a copy of A. A search that hides flagged copies lost the story. A is the
+    group's kept page now, in the dedup index and in the search index."""
+    from scrapy.exceptions import DropItem
+    from scrapy.utils.test import get_crawler
+
+    from crawler.pipelines import DedupPipeline, DuplicateDropped, IndexPipeline
+    from dedup.droplog import read_log
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. ") * 3
+    edit = "A replacement bus will run every twenty minutes and tickets remain valid on it, a spokesperson added. "
+    page = "<html><head><title>Line to close</title></head><body><article><p>{}</p></article></body></html>"
+    mirror, article = "http://m.example/a4", "http://a.example/a4"
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+
+    def crawl(*pages: tuple[str, str]) -> dict[str, str]:
+        crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
+        dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
+        dedup.open_spider(), store.open_spider()
+        out = {}
+        try:
+            for url, text in pages:
+                try:
+                    item = store.process_item(dedup.process_item({"url": url, "html": page.format(text)}))
+                    out[url] = item["dedup"]["status"]
+                except DuplicateDropped:
+                    out[url] = "dropped"
+                except DropItem:  # fetched again: recorded and in the search index already
+                    out[url] = "refetched"
+        finally:
+            dedup.close_spider(), store.close_spider()
+        return out
+
+    assert crawl((mirror, story), (article, story)) == {mirror: "unique", article: "dropped"}
+    day2 = crawl((mirror, story + edit * 3), (article, story))
+    assert day2[article] in ("duplicate", "near_duplicate"), day2
+    assert crawl((article, story), (mirror, story)) == {article: "refetched", mirror: "dropped"}
+    with open_index(uri) as index:
+        kept = index.by_url(article)
+        assert index.by_url(mirror) is None and (kept.status, kept.duplicate_of) == ("unique", None)
+    with open_search(uri, readonly=True) as search:
+        doc = search.get(article)
+        assert (doc["dedup"]["status"], doc["dedup"]["duplicate_of"]) == ("unique", None), doc["dedup"]
+        assert search.get(mirror) is None
+    last = read_log(log).entries
+    assert {e.url: (e.state, e.duplicate_of) for e in last}[mirror] == ("dropped", article)
