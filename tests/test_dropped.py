@@ -883,3 +883,37 @@ def test_a_writer_names_the_index_as_spelt_when_the_log_opened(tmp_path, monkeyp
     # a one-off line (a reindex's batch) spells the index it is given, the same way
     assert drop_line(verdict, {"url": "u"}, index="es://Search.example/pages")["index"] == index_identity(
         "es://Search.example/pages") == "http://search.example:9200/pages"
+
+
+def test_show_on_a_page_kept_again_shows_what_it_is_now_then_the_drop(tmp_path, capsys):
+    """helper-21: ``dropped show`` on a page dropped, then kept when fetched again with other text (state
+    ``kept``), printed the old drop's verdict and text as if current. What the page is now comes first (the
+    search index's verdict), then the drop it undid."""
+    from crawler.pipelines import DedupPipeline, DuplicateDropped, IndexPipeline
+    from dedup.deduplicator import DedupConfig
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. ") * 3
+    page = "<html><head><title>Line to close</title></head><body><article><p>{}</p></article></body></html>"
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+    first, copy = "http://m.example/a4", "http://a.example/a4"
+    for pages in (((first, story), (copy, story)), ((copy, story + "Buses replace the trains on Sundays."),)):
+        dedup_pipeline = DedupPipeline(index_uri=uri, config=DedupConfig(), dropped_log=log)
+        store = IndexPipeline(index_uri=uri)
+        dedup_pipeline.open_spider(), store.open_spider()
+        try:
+            for url, text in pages:
+                try:
+                    store.process_item(dedup_pipeline.process_item({"url": url, "html": page.format(text)}))
+                except DuplicateDropped:
+                    pass
+        finally:
+            dedup_pipeline.close_spider(), store.close_spider()
+    code, out, err = dedup(capsys, "dropped", "show", copy, *args(log, uri))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{copy} is kept in {uri}, flagged") and first in lines[0], out
+    assert lines[1].startswith("before     dropped") and "exact_duplicate" in lines[1], out
+    shown = dedup_json(capsys, "dropped", "show", copy, *args(log, uri))
+    assert shown["state"] == "kept" and shown["verdict"]["status"] != "exact_duplicate"
+    assert shown["dropped_before"]["status"] == "exact_duplicate"

@@ -232,6 +232,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"dedup: error: {args.url} is not in the dropped log {log.path} nor kept in {uri}{hint}",
               file=sys.stderr)
         return 2
+    if entry.state == "kept":  # dropped once, kept when fetched again: what it is now comes first
+        kept = _kept(uri, args.url)
+        if kept is not None:
+            return _show_kept(args, uri, kept, dropped_before=entry)
     item = log.item(entry)
     other, source, note = copied_page(uri, entry.nearest, log)  # the page it was matched with
     if args.json:
@@ -301,19 +305,25 @@ def _kept(uri: str, url: str) -> dict[str, Any] | None:
         search.close()
 
 
-def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any]) -> int:
-    """``dropped show`` of a page that was kept: its verdict (flagged or not, a copy of what, and why)."""
+def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any], dropped_before: Any = None) -> int:
+    """``dropped show`` of a page that is kept: its verdict (flagged or not, a copy of what, and why); with
+    ``dropped_before`` (its log entry, state ``kept``), the drop a later crawl or update undid, after it."""
     v = doc.get("dedup") or {}
     if args.json:
         print(json.dumps({"url": doc.get("url"), "state": "kept", "index": uri, "verdict": v,
-                          "page": {k: doc.get(k) for k in ("url", "title", "text", "fetched_at")}},
+                          "page": {k: doc.get(k) for k in ("url", "title", "text", "fetched_at")},
+                          **({"dropped_before": dropped_before.to_dict()} if dropped_before is not None else {})},
                          indent=1, ensure_ascii=False))
         return 0
     status = v.get("status", "-")
     nearest = v.get("nearest") or v.get("duplicate_of")
-    print(f"{doc.get('url')} was not dropped: it is kept in {uri}, "
+    print(f"{doc.get('url')} {'is' if dropped_before is not None else 'was not dropped: it is'} kept in {uri}, "
           + (f"flagged {status} of {v.get('duplicate_of')}" if v.get("duplicate_of") else f"as {status}")
           + (f" (matched with {nearest}, itself a copy of it)" if nearest != v.get("duplicate_of") else ""))
+    if dropped_before is not None:
+        e = dropped_before
+        print(f"before     dropped {_time(e.time)} UTC as {e.status} of {e.duplicate_of or '-'} by rule {e.rule} "
+              f"(log line {e.line}); kept when fetched again with other text")
     if reason(v):
         print(f"why        {reason(v)}")
     if v.get("thresholds") and v.get("duplicate_of"):
