@@ -168,3 +168,35 @@ def test_a_search_that_takes_too_long_ends_in_one_line(capsys):
     assert code == 1 and elapsed < 5, (code, elapsed)
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert err.startswith("dedup: error: ") and "--timeout" in err, err
+
+
+def test_search_on_a_corpus_of_html_and_text_documents_finds_both(es_url, es_index_uri, tmp_path, capsys):
+    """helper-22: a corpus whose documents hold either ``html`` or ``text`` (a dynamic mapping of both) was
+    searched in ``text`` and the title only, so no word of an HTML document's body was found. Both are now
+    searched; the HTML document's snippet is its extracted text."""
+    from elasticsearch import Elasticsearch, helpers
+
+    name = es_index_uri.rsplit("/", 1)[1] + "-mixed"
+    client = Elasticsearch(es_url)
+    (smoking_title, smoking), (ferry_title, ferry) = STORIES["smoking"], STORIES["ferry"]
+    helpers.bulk(client, [
+        {"_index": name, "_id": "smoking", "_source": {"url": "http://news.example/smoking", "title": smoking_title,
+                                                       "html": page_html(smoking_title, smoking),
+                                                       "crawled": "2024-01-01T00:00:00Z"}},
+        {"_index": name, "_id": "ferry", "_source": {"url": "http://news.example/ferry", "title": ferry_title,
+                                                     "text": ferry, "crawled": "2024-01-02T00:00:00Z"}}], refresh=True)
+    try:
+        args = ["reindex", f"{es_url}/{name}", es_index_uri, "--url-field", "url.keyword", "--html-field", "html",
+                "--text-field", "text", "--title-field", "title", "--time-field", "crawled", "--dropped-log",
+                str(tmp_path / "dropped.jsonl"), "--checkpoint", str(tmp_path / "checkpoint.json")]
+        assert main(args) == 0
+        for query, url, word in (("ornate hallway", "http://news.example/smoking", "[ornate]"),
+                                 ("later bus", "http://news.example/ferry", "[bus]")):
+            capsys.readouterr()
+            assert main(["search", query, "--index", es_index_uri, "--json"]) == 0
+            hits = json.loads(capsys.readouterr().out)
+            assert [h["url"] for h in hits] == [url], (query, hits)
+            assert word in hits[0]["snippet"] and "<" not in hits[0]["snippet"], hits[0]["snippet"]
+    finally:
+        client.options(ignore_status=404).indices.delete(index=name)
+        client.close()

@@ -363,8 +363,8 @@ class ElasticSearch:
         self._flush_buffer()
         # a prefix word is analysed (stemmed) like the text, then matched as a prefix: "ferry*"
         # finds "ferries", whose indexed stem is "ferri"
-        title, text = self._search_fields()
-        fields = [f"{title}^4", text]
+        title, texts = self._search_fields()
+        fields = [f"{title}^4", *texts]
         plain = " ".join(w for w, star in words if not star)
         prefixes = [{"multi_match": {"query": w, "fields": fields, "type": "phrase_prefix"}} for w, star in words if star]
 
@@ -379,28 +379,33 @@ class ElasticSearch:
             hits = self._run({"bool": {"should": clauses("or"), "minimum_should_match": 1}}, limit, words)
         return hits
 
-    def _search_fields(self) -> tuple[str, str]:
-        """``(title field, text field)`` searched: a reindexed corpus's own, else title and text."""
+    def _search_fields(self) -> tuple[str, list[str]]:
+        """``(title field, text fields)`` searched: a reindexed corpus's own, else title and text. A corpus of
+        both a text field and an HTML field (documents holding one or the other) is searched in both: the
+        HTML's extracted text where the reindex kept it, else the HTML as its mapping indexes it."""
         f = self.fields or {}
-        return f.get("title") or "title", f.get("text") or f.get("extracted") or f.get("html") or "text"
+        texts = [t for t in dict.fromkeys((f.get("text"), f.get("extracted") or f.get("html"))) if t]
+        return f.get("title") or "title", texts or ["text"]
 
     def _run(self, query: dict[str, Any], limit: int, words: list[tuple[str, str]]) -> list[dict[str, Any]]:
         pre, post = self.highlight
-        text = self._search_fields()[1]
+        texts = self._search_fields()[1]
         got = self.es.call("search", self.es.client.search, index=self.name, query=query, size=int(limit),
-                           highlight={"fields": {text: {"fragment_size": self.snippet_chars,
-                                                        "number_of_fragments": 1}},
+                           highlight={"fields": {t: {"fragment_size": self.snippet_chars, "number_of_fragments": 1}
+                                                 for t in texts},
                                       "pre_tags": [pre], "post_tags": [post]})
         out = []
         # the snippet is cut from the page's main text as _view reads it (the HTML's highlight would be
         # markup; the extracted text's, lines of a page whose window text_snippet chooses as for HTML)
-        from_html = bool(self.fields) and text in ((self.fields or {}).get("html"), (self.fields or {}).get("extracted"))
+        htmls = {(self.fields or {}).get("html"), (self.fields or {}).get("extracted")} - {None} if self.fields else set()
         marked = re.compile(re.escape(pre) + r"(.*?)" + re.escape(post), re.S)
         for h in got["hits"]["hits"]:
             doc = self._view(dict(h["_source"]))
             dedup = doc.get("dedup") or {}
-            fragments = (h.get("highlight") or {}).get(text) or []
-            if from_html:  # the highlight is a piece of markup: show the extracted text (module docstring)
+            lit = h.get("highlight") or {}
+            text = next((t for t in texts if lit.get(t)), texts[0])
+            fragments = lit.get(text) or []
+            if text in htmls:  # the highlight is a piece of markup: show the extracted text (module docstring)
                 found = {w for f in fragments for m in marked.findall(f) for w in re.findall(r"\w+", m)}
                 snippet = text_snippet(doc.get("text") or "", found | {w for w, star in words if not star},
                                        {w for w, star in words if star}, self.snippet_chars, self.highlight)
