@@ -358,3 +358,32 @@ def test_an_update_decides_again_a_copy_whose_kept_page_changed(es_url, tmp_path
         for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
             client.options(ignore_status=404).indices.delete(index=index)
         client.close()
+
+
+def test_restore_puts_back_a_document_without_a_url_field_as_it_was(es_url, tmp_path):
+    """helper-22: a dropped document with no URL field (logged under its _id) was restored with ``url`` set to
+    that _id in its ``_source``; restore puts back the whole ``_source`` as it was, and the verdict beside it."""
+    from elasticsearch import Elasticsearch
+
+    name = f"nourl-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "crawled": {"type": "date"}}})
+    html = article("Bakery hours", BAKERY)
+    try:
+        client.index(index=name, id="first", document={"url": "http://a.example/bakery", "html": html,
+                                                       "crawled": "2024-01-01T00:00:00Z"})
+        client.index(index=name, id="orphan", document={"html": html, "crawled": "2024-01-02T00:00:00Z"})
+        client.indices.refresh(index=name)
+        dest = f"{es_url}/{name}-v2"
+        args = reindex_args(f"{es_url}/{name}", dest, tmp_path)
+        assert main(args) == 0
+        log = str(tmp_path / "dropped.jsonl")
+        assert main(["dropped", "restore", "orphan", "--log", log, "--index", dest]) == 0
+        client.indices.refresh(index=f"{name}-v2")
+        got = client.get(index=f"{name}-v2", id="orphan")["_source"]
+        assert set(got) == {"html", "crawled", "dedup"} and got["dedup"]["status"] == "restored", got.keys()
+    finally:
+        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()

@@ -155,7 +155,7 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
     source = item.get("source")
     if isinstance(source, dict) and item.get("id") is not None:
         # a reindex's log: the whole original document, under its original _id
-        search.add({**source, "url": source.get("url", entry.url), "dedup": doc["dedup"]}, doc_id=str(item["id"]))
+        search.add({**source, "dedup": doc["dedup"]}, doc_id=str(item["id"]))  # no field added: no url if it had none
     else:
         search.add(doc)
     search.flush()  # durable before the log says so (a backend may buffer adds)

@@ -266,7 +266,8 @@ class ElasticSearch:
     def add(self, doc: dict[str, Any], *, doc_id: str | None = None) -> None:
         """Buffer ``doc`` (replacing any with the same url, or with ``doc_id`` when given); sent at
         ``bulk_size`` docs or :meth:`flush`."""
-        dedup = verdict_of(doc)
+        # a reindexed document put back under its _id needs no url field (its source may have had none)
+        dedup = verdict_of(doc if doc_id is None else {**doc, "url": doc.get("url") or doc_id})
         extracted = (self.fields or {}).get("extracted")
         if extracted and field_value(doc, extracted) is None:
             # a document put back (dedup dropped restore: the source's fields and a verdict): its main text
