@@ -193,7 +193,7 @@ class DedupAddon:
             raise refuse(settings, f"scrapy-dedup: {exc}") from None
         if deciding and is_enabled(spider_settings):
             # refused in one line now, not by a traceback when the pipelines open the index
-            why = unavailable(s.index, s.es_options)
+            why = unavailable(s.index, s.es_options, hold=True)  # an embedded index's lock is taken now
             if why:
                 raise refuse(settings, f"scrapy-dedup: {why}")
 

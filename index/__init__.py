@@ -67,21 +67,23 @@ def default_dropped_log(uri: str) -> str:
     return "dropped.jsonl"
 
 
-def unavailable(uri: str, es_options: dict[str, Any] | None = None) -> str | None:
+def unavailable(uri: str, es_options: dict[str, Any] | None = None, *, hold: bool = False) -> str | None:
     """Why the index at ``uri`` cannot be used now, for a refusal in one line before a crawl starts, or
     None: an embedded index another process holds (its lock) or that cannot be made where it is named (a
     file on its path, a folder this user may not write), or an Elasticsearch cluster that refuses this client's
-    major version or does not answer within its retry budget (``retry_seconds`` of ``es_options``, DEDUP_ES_OPTIONS). Anything else
-    (a bad URI, another error, no client) is None: opening the index reports it as before."""
+    major version or does not answer within its retry budget (``retry_seconds`` of ``es_options``,
+    DEDUP_ES_OPTIONS). Anything else (a bad URI, another error, no client) is None: opening the index reports
+    it as before. ``hold``: an embedded index's lock is taken now and kept for this process's pipelines
+    (:func:`index.local.lock.hold`), so that no crawl started at the same time passes the check too."""
     try:
         scheme = _scheme(uri)
         if scheme == "local":
             from pathlib import Path
 
-            from .local.lock import cannot_make, in_use
+            from .local import lock
 
             path = Path(_local_path(uri))
-            return cannot_make(path) or in_use(path)
+            return lock.cannot_make(path) or (lock.hold(path) if hold else lock.in_use(path))
         from .elastic import IndexUnavailable, _split
         from .elastic.connect import IncompatibleClient, connect
 

@@ -661,6 +661,29 @@ def test_lock_released_when_holder_is_killed(tmp_path):
         assert len(ix) == 0
 
 
+def test_the_check_before_a_crawl_holds_the_lock_until_the_pipelines_open_the_index(tmp_path):
+    """helper-21: two crawls started at the same instant both passed the check before the crawl (a lock taken
+    and let go), and the second failed when its pipelines opened the index, with two tracebacks. The check
+    now keeps the lock for this process's opener: a second process is refused by the check, in one line."""
+    from index import unavailable
+
+    uri = f"local://{tmp_path / 'ix'}"
+    assert unavailable(uri, hold=True) is None and unavailable(uri, hold=True) is None  # held, once
+    other = _python("""
+        import sys
+        from index import unavailable
+        print(unavailable(sys.argv[1], hold=True))
+    """, uri)
+    out, errs = other.communicate(timeout=60)
+    assert f"in use by another process (pid {os.getpid()})" in out, out + errs
+    with LocalIndex(tmp_path / "ix") as ix:  # the check's lock, handed to the opener
+        ix.add(make_records(1)[0])
+        with pytest.raises(IndexLocked):
+            LocalIndex(tmp_path / "ix")
+    with LocalIndex(tmp_path / "ix") as ix:  # released on close, as any
+        assert len(ix) == 1
+
+
 # -- crash safety ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("autosave", [0, 40])
 def test_sigkill_after_add_loses_nothing(tmp_path, autosave):

@@ -7,9 +7,11 @@ import fcntl
 import os
 from pathlib import Path
 
-__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release", "in_use", "cannot_make"]
+__all__ = ["IndexLocked", "LOCK_NAME", "acquire", "release", "in_use", "hold", "cannot_make"]
 
 LOCK_NAME = "lock"
+#: index folder -> the lock :func:`hold` took for this process, until :func:`acquire` hands it to the opener
+_held: dict[str, int] = {}
 
 
 class IndexLocked(RuntimeError):
@@ -17,7 +19,11 @@ class IndexLocked(RuntimeError):
 
 
 def acquire(path: Path) -> int:
-    """Lock the index directory ``path``; return the lock file's descriptor (see :func:`release`)."""
+    """Lock the index directory ``path``; return the lock file's descriptor (see :func:`release`). A lock
+    :func:`hold` took in this process is handed over, not taken again."""
+    held = _held.pop(str(Path(path).resolve()), None)
+    if held is not None:
+        return held
     lock_path = path / LOCK_NAME
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -58,6 +64,22 @@ def in_use(path: Path) -> str | None:
         return None
     try:
         release(acquire(Path(path)))
+    except IndexLocked as exc:
+        return str(exc)
+    return None
+
+
+def hold(path: Path) -> str | None:
+    """Take the lock of the local index at ``path`` now, for this process's next :func:`acquire` of it (a crawl's
+    pipelines opening the index), making its folder if need be; why not (another process holds it), or None.
+    The check before a crawl starts: with :func:`in_use`, two crawls started at once both passed it and the
+    second failed in the pipelines with tracebacks; holding the lock from the check, the second is refused."""
+    key = str(Path(path).resolve())
+    if key in _held:
+        return None
+    Path(path).mkdir(parents=True, exist_ok=True)
+    try:
+        _held[key] = acquire(Path(path))
     except IndexLocked as exc:
         return str(exc)
     return None
