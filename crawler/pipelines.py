@@ -396,7 +396,9 @@ class DedupPipeline(_PipelineBase):
                                 content_hash=None if verdict.rule == "content_hash" else features.content_hash)
         self._dropped[url] = (body, features.content_hash)
         raise DuplicateDropped(
-            f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule})",
+            f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule}"
+            + (f", matched with {verdict.nearest}, a page of its group)" if verdict.nearest and
+               verdict.nearest != verdict.duplicate_of else ")"),
             verdict, log_level="INFO" if self.debug else "DEBUG")
 
     def _spool(self, adapter: ItemAdapter, page: Page | None, exc: BaseException) -> Any:

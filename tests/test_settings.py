@@ -220,6 +220,25 @@ def test_pipeline_checks_plain_items_from_any_project(tmp_path):
         index.close()
 
 
+def test_a_drop_message_names_the_page_matched_when_it_is_not_the_groups_kept_page(tmp_path):
+    """helper-21: "X: exact_duplicate of R (rule content_hash)" where X's text is that of C, a page flagged as a
+    copy of R: the verdict names the group's kept page, and the message now names the page matched too."""
+    pipeline = _pipeline(tmp_path)
+    page = "<html><head><title>Roof</title></head><body><article><p>{}</p></article></body></html>"
+    edited = ARTICLE + " The library will stay open during the works, its manager added on Wednesday."
+    try:
+        pipeline.process_item({"url": "http://a.example/roof", "body": page.format(ARTICLE * 2)})
+        near = pipeline.process_item({"url": "http://b.example/roof", "body": page.format(edited + ARTICLE)})
+        assert near["dedup"]["duplicate_of"] == "http://a.example/roof", near["dedup"]
+        with pytest.raises(DuplicateDropped) as err:
+            pipeline.process_item({"url": "http://c.example/roof", "body": page.format(edited + ARTICLE)})
+    finally:
+        pipeline.close_spider()
+    assert str(err.value) == ("http://c.example/roof: exact_duplicate of http://a.example/roof (rule content_hash, "
+                              "matched with http://b.example/roof, a page of its group)")
+
+
+
 def test_pipeline_keeps_an_item_it_cannot_check_with_an_error_verdict(tmp_path, caplog):
     pipeline = _pipeline(tmp_path)
     try:
