@@ -128,7 +128,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--url-field", default="url", help="sortable URL field (default url; url.keyword for text)")
     p.add_argument("--text-field", default="text", help="main-text field (default text; '' for none)")
     p.add_argument("--html-field", help="raw-HTML field, parsed and extracted (preferred over --text-field)")
-    p.add_argument("--title-field", default="title", help="title field (default title, when the mapping has one)")
+    p.add_argument("--title-field", default="title", help="title field (default title, when the mapping has one); "
+                                                          "a document with HTML is read with its <title>, as a crawl "
+                                                          "reads a page")
     p.add_argument("--time-field", help="time field for oldest/newest (default fetched_at, else the source's only "
                                         "date field)")
     p.add_argument("--keep", default="oldest", help="keep rule: oldest (default), newest, field:NAME[:asc|desc]")
