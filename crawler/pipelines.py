@@ -291,7 +291,11 @@ class DedupPipeline(_PipelineBase):
             if turn is not None:
                 await turn
             dropped = self._dropped.get(adapter.get("url"))
-            if dropped is not None and self.deduplicator.index.lookup("content_hash", dropped[1]):
+            try:
+                held = dropped is not None and self.deduplicator.index.lookup("content_hash", dropped[1])
+            except _unavailable_errors() as exc:  # parsed here, then spooled with its page (as in process_item)
+                return self._decide(adapter, source, None, replay, body, outage=exc)
+            if held:
                 self._seen_dropped(adapter.get("url"))  # raises
             return self._decide(adapter, source, None, replay, body)
         finally:
