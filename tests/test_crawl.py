@@ -498,7 +498,8 @@ def test_a_dropped_page_fetched_again_waits_for_the_pages_before_it_in_the_worke
         assert index.by_url(article) is not None  # the text is kept: its page's record is there
 
 
-def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_page(tmp_path):
+@pytest.mark.parametrize("backend", ["local", "es_emulated"])
+def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_page(tmp_path, request, backend):
     """helper-21: a kept page M with a dropped exact copy A; M edited (A decided again: kept, flagged a copy of
     M); M put back (an exact copy of A now: dropped). Each named the other: A kept but flagged as a copy of a
     page no index holds, M dropped as a copy of A. A search that hides flagged copies lost the story. A is the
@@ -514,7 +515,8 @@ def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_p
     edit = "A replacement bus will run every twenty minutes and tickets remain valid on it, a spokesperson added. "
     page = "<html><head><title>Line to close</title></head><body><article><p>{}</p></article></body></html>"
     mirror, article = "http://m.example/a4", "http://a.example/a4"
-    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+    uri = f"local://{tmp_path / 'index'}" if backend == "local" else request.getfixturevalue("es_index_uri")
+    log = tmp_path / "dropped.jsonl"
 
     def crawl(*pages: tuple[str, str]) -> dict[str, str]:
         crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})

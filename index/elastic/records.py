@@ -175,6 +175,8 @@ class ElasticIndex:
             raise ValueError(f"refresh_every must be >= 1 (got {refresh_every})")
         self.refresh_every = refresh_every
         self._pending = _Pending()
+        #: records this process removed since the last refresh, which searches still find until it
+        self._removed: set[int] = set()
         meta = self._open(k, blocks, shards, replicas)
         self.k, self.blocks = int(meta["k"]), int(meta["blocks"])
         self.ref_id: str | None = meta.get("ref_id")
@@ -264,6 +266,7 @@ class ElasticIndex:
             log.debug("record %d (%s) was already stored: the write is a replay", rid, record.url)
         record.id = rid
         self._pending.add(rid, record)
+        self._removed.discard(rid)
         if len(self._pending) >= self.refresh_every:
             self.flush()
         return rid
@@ -279,7 +282,7 @@ class ElasticIndex:
             if got.get("found") and got["_source"].get("content_hash") == key:
                 first = [claim]
         hits = self._search("look up an exact key", {"term": {kind: key}}, ["id"])
-        rest = {int(h["_source"]["id"]) for h in hits} | set(self._pending.lookup(kind, key))
+        rest = {int(h["_source"]["id"]) for h in hits} - self._removed | set(self._pending.lookup(kind, key))
         return first + sorted(rest - set(first))
 
     def near_simhash(self, fingerprint: int) -> list[tuple[int, int]]:
@@ -370,6 +373,7 @@ class ElasticIndex:
 
     def remove(self, record_id: int) -> bool:
         self._pending.remove(int(record_id))
+        self._removed.add(int(record_id))  # a search finds it until the next refresh: lookup leaves it out
         got = self.es.call("remove a record", self.es.client.options(ignore_status=404).delete,
                            index=self.name, id=str(int(record_id)))
         return got.get("result") == "deleted"
@@ -378,6 +382,7 @@ class ElasticIndex:
         """Refresh the index: every record written so far becomes searchable by every process."""
         self.es.call("refresh the index", self.es.client.indices.refresh, index=self.name)
         self._pending.clear()
+        self._removed.clear()
 
     def close(self) -> None:
         if self.es is not None:
