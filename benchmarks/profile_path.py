@@ -82,7 +82,7 @@ def main(argv=None) -> int:
 
     def scanned_page(text, page, native):
         """The C scan and the anchors' hosts of parse_page's read of ``text``: (page, scan, lazy tree)."""
-        own = pg._host(page.url)
+        own = pg.site_host(page.url)
         step = "native scan (C: fields, lines, prose, teasers)" if native else "C scan (fields, teasers, one <article>)"
         scanned = timed(step, pg._c_scan, text, True, own, native, ex.MAX_TAGS)
         (page.title, page.keywords, page.description, page.headings, page.bold, anchors, page.anchor_count,

@@ -322,8 +322,9 @@ class DedupPipeline(_PipelineBase):
         self._inc("dedup/regrouped")
         logger.info("%s is its group's kept page now: %s, which it was flagged as a copy of, is its exact copy",
                     named, url, extra=self._extra)
-        self.crawler.signals.send_catch_log(regroup_document, url=named,
-                                            dedup={"status": "unique", "duplicate_of": None, "regrouped_from": url})
+        if self.crawler is not None:  # IndexPipeline's document of it says so too
+            self.crawler.signals.send_catch_log(regroup_document, url=named, dedup={
+                "status": "unique", "duplicate_of": None, "regrouped_from": url})
 
     def _seen_dropped(self, url: str) -> None:
         """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
@@ -393,8 +394,9 @@ class DedupPipeline(_PipelineBase):
                 self._dropped_log.event(KEPT, url, status=verdict.status)
             return item
         self._inc("dedup/dropped")
-        if verdict.replaced is not None and self.crawler is not None:  # its older version was kept
-            self.crawler.signals.send_catch_log(remove_document, url=url)
+        if verdict.replaced is not None:  # its older version was kept
+            if self.crawler is not None:
+                self.crawler.signals.send_catch_log(remove_document, url=url)
             self._reroot(url, verdict)
         self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,), body=body,
                                 content_hash=None if verdict.rule == "content_hash" else features.content_hash)

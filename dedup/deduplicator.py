@@ -36,7 +36,6 @@ import copy
 import time
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, Iterable
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -46,7 +45,7 @@ from .decision import DECISIONS, load_decision, title_similarity
 from .features import Features, Featurizer
 from .mrc import signature_cosine
 from .permtables import DEFAULT_BLOCKS, DEFAULT_K
-from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page
+from .page import MAX_PAGE_BYTES, MAX_TEXT_CHARS, Page, limit_text, parse_page, site_host
 from .extract import DEFAULT_EXTRACTOR, EXTRACTORS
 from .query import QUERY_FORMAT, Query
 from .record import Record
@@ -278,22 +277,13 @@ HOLDERS = 8
 SITE_TEXT_SHINGLES = 30
 
 
-def _host(url: str | None) -> str | None:
-    """``url``'s host, lowercased, without a leading ``www.`` (None: no URL, or none to read)."""
-    try:
-        host = urlsplit(url).hostname if url else None
-    except ValueError:
-        return None
-    return host[4:] if host and host.startswith("www.") else host
-
-
 def _site_text(url: str | None, title: str, holder: Record) -> bool:
     """A page of ``url`` and ``title`` whose text ``holder`` holds too is of the same site under another title:
     the text is then most likely the site's own (a footer or a blurb read as the main text of pages that have
     none), not a copy of a page. URL variants of one page (a print or tracking URL) keep its title, and copies
     on other sites are copies whatever their titles."""
-    host = _host(url)
-    return host is not None and host == _host(holder.url) and " ".join(title.split()).casefold() != " ".join(
+    host = site_host(url)
+    return bool(host) and host == site_host(holder.url) and " ".join(title.split()).casefold() != " ".join(
         holder.title.split()).casefold()
 
 

@@ -23,7 +23,8 @@ from .text import split_sentences
 
 from ._scan import scan as _c_scan  # the C scanner (setup.py builds it; dedup/__init__ requires it)
 
-__all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS"]
+__all__ = ["Page", "parse_page", "text_page", "url_tokens", "limit_text", "MAX_PAGE_BYTES", "MAX_TEXT_CHARS",
+           "site_host"]
 
 #: Input limits (docs/reliability.md, "Input limits"). A body longer than MAX_PAGE_BYTES is cut there
 #: before decoding and parsing; main text longer than MAX_TEXT_CHARS is cut before featurizing.
@@ -75,8 +76,13 @@ def url_tokens(url: str) -> list[str]:
     return [t for t in _URL_SPLIT.split(raw.lower()) if t and t not in _URL_NOISE and not t.isdigit()]
 
 
-def _host(url: str) -> str:
-    host = (urlsplit(url).hostname or "").lower()
+def site_host(url: str | None) -> str:
+    """``url``'s host, lowercased, without a leading ``www.`` ("" when there is none or it cannot be read): the
+    site a same-site anchor is of, and the site whose own text the exact-copy rule keeps (dedup.deduplicator)."""
+    try:
+        host = (urlsplit(url).hostname or "").lower() if url else ""
+    except ValueError:
+        return ""
     return host[4:] if host.startswith("www.") else host
 
 
@@ -173,7 +179,7 @@ def _read(text: str, page: Page, extractor: str, max_text_chars: int | None) -> 
     """``page`` (its URL, encoding and cuts set) read from the decoded, non-blank ``text``, and whether it
     may hold a part not for indexing (:mod:`dedup.indexmarks`): the scanner met a comment opening one, or,
     on lxml's path, the page holds a comment."""
-    own = _host(page.url)
+    own = site_host(page.url)
     scanned = _scan(text, own, lines=extractor == "native")
     if scanned is not None:
         return _scanned_page(text, page, own, scanned, extractor, max_text_chars), scanned[12]
@@ -241,12 +247,12 @@ _HOST = re.compile(r"(?:[a-z][a-z0-9+.\-]*:)?//(?:[^/?#@]*@)?(\[[^\]]*\]|[^/?#:]
 
 
 def _href_host(href: str, own: str) -> str:
-    """The host an anchor points to: its own for a relative link (what ``_host`` gives, cheaper)."""
+    """The host an anchor points to: its own for a relative link (what :func:`site_host` gives, cheaper)."""
     if "//" not in href[:8] and not href.startswith("//"):
         return own
     m = _HOST.match(href)
     if m is None:  # a scheme urlsplit does not take as one: let it decide
-        return _host(href)
+        return site_host(href)
     host = m.group(1).lower().strip("[]")
     return host[4:] if host.startswith("www.") else host
 
@@ -256,7 +262,7 @@ def _fields(tree: lxml.html.HtmlElement, page: Page) -> list[lxml.html.HtmlEleme
     words or more (dedup.extract.title_links), which the listing test reads."""
     title = None
     titles = []
-    own = _host(page.url)
+    own = site_host(page.url)
     anchors = 0
     for el in tree.iter(_FIELD_TAGS):
         tag = el.tag

@@ -24,7 +24,7 @@ URL = "http://example.org/a/page.html"
 
 def scanned_fields(html: str) -> tuple:
     """The fields of dedup.page.Page from the scan, anchors sorted to own/other host as parse_page does."""
-    own = pg._host(URL)
+    own = pg.site_host(URL)
     title, keywords, description, headings, bold, anchors, count, *_ = scan(html, True, own)
     page = pg.Page(url=URL)
     for href, label, same in anchors:

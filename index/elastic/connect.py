@@ -40,31 +40,26 @@ class IncompatibleClient(ValueError):
     version than the cluster's (a 9.x client against Elasticsearch 8: ``media_type_header_exception``)."""
 
 
-def _refused_headers(exc: BaseException) -> bool:
-    return getattr(getattr(exc, "meta", None), "status", None) == 400 and "media_type_header_exception" in str(exc)
-
-
 def incompatible(exc: BaseException, url: str, client: Any) -> IncompatibleClient | None:
     """The :class:`IncompatibleClient` that ``exc`` (a 400 answer) means, or None. An answer without a body
     (to a HEAD request: ``indices.exists``) is told apart by asking ``client`` for the cluster's info once."""
     if getattr(getattr(exc, "meta", None), "status", None) != 400:
         return None
-    if not _refused_headers(exc):
+    if "media_type_header_exception" not in str(exc):
         if getattr(exc, "body", None) not in (None, "", b""):
             return None
         try:
             client.info()
-        except Exception as probe:
-            if not _refused_headers(probe):
-                return None
-        else:
             return None
+        except Exception as probe:  # the same refusal, with its body this time
+            if "media_type_header_exception" not in str(probe):
+                return None
     try:
-        from elasticsearch import __versionstr__ as client
+        from elasticsearch import __versionstr__ as version
     except ImportError:  # pragma: no cover - the client raised exc
-        client = "?"
+        version = "?"
     return IncompatibleClient(
-        f"Elasticsearch at {url} refuses the API version headers of this client (elasticsearch-py {client}): "
+        f"Elasticsearch at {url} refuses the API version headers of this client (elasticsearch-py {version}): "
         f"the cluster is of an older major version; install the client of its major version, e.g. "
         f"pip install 'elasticsearch>=8.13,<9' for Elasticsearch 8 (what the 'es' extra installs)")
 
