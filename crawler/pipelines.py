@@ -387,6 +387,8 @@ class DedupPipeline(_PipelineBase):
         self._inc(f"dedup/{verdict.status}")
         if verdict.replaced is not None:
             self._inc("dedup/updated")
+            if verdict.replaced.get("root_changed"):  # unchanged, decided again: its group's kept page changed
+                self._inc("dedup/root_changed")
         if verdict.kept:
             self._inc("dedup/kept")
             if dropped is not None:  # dropped before, changed since, and kept now

@@ -356,7 +356,8 @@ class Deduplicator:
         if features is None:
             features = self.features(page)
         prior = self._prior(page.url)
-        if prior is not None and prior.content_hash == features.content_hash:
+        root_changed = prior is not None and prior.content_hash == features.content_hash and self._root_changed(prior)
+        if prior is not None and prior.content_hash == features.content_hash and not root_changed:
             return self._refetched(prior)
         verdict = self._check_page(page, features, prior, same_url=True)
         if verdict.refetched:  # its URL's record holds this content, found by the content hash alone
@@ -366,6 +367,8 @@ class Deduplicator:
         if prior is not None:
             verdict.replaced = {"record": prior.id, "status": prior.status, "duplicate_of": prior.duplicate_of,
                                 "fetched_at": prior.fetched_at, "content_hash": prior.content_hash}
+            if root_changed:
+                verdict.replaced["root_changed"] = True
         if verdict.kept:
             try:
                 self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)
@@ -387,7 +390,7 @@ class Deduplicator:
         """The verdict of a page fetched again with the very bytes its URL's record was made from
         (``body``: :attr:`dedup.sources.Source.body_key`), found before any parsing; None otherwise."""
         prior = self.index.by_url(url) if url and body else None
-        if prior is None or prior.extra.get("body") != body:
+        if prior is None or prior.extra.get("body") != body or self._root_changed(prior):
             if url and body:
                 self._looked_up[url] = (prior, time.monotonic())
                 if len(self._looked_up) > LOOKED_UP:
@@ -403,6 +406,16 @@ class Deduplicator:
         if found is not None and time.monotonic() - found[1] < LOOKED_UP_SECONDS:
             return found[0]
         return self.index.by_url(url)
+
+    def _root_changed(self, record: Record) -> bool:
+        """``record`` is a kept copy (flagged) whose group's kept page changed or went since it was decided:
+        the record of the page it names is gone, or was written after it (a record is written only when its
+        text is decided, so a later ``fetched_at`` is a later text). Fetched again unchanged, such a page is
+        decided again rather than left naming a page that no longer holds its text."""
+        if record.status == "unique" or not record.duplicate_of:
+            return False
+        root = self.index.by_url(record.duplicate_of)
+        return root is None or root.fetched_at > record.fetched_at
 
     def _refetched(self, record: Record) -> Verdict:
         return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
@@ -424,6 +437,9 @@ class Deduplicator:
             instead_of: Record | None = None, **record_fields: Any) -> int:
         """Store ``page``'s record with ``verdict``'s status and ``duplicate_of``; in place of ``instead_of``
         (the same URL's older record) when given."""
+        # a record's time is when its text was decided unless the caller says when its page was fetched: it tells
+        # a flagged copy whose group's kept page was written since (_root_changed)
+        record_fields.setdefault("fetched_at", time.time())
         record = features.to_record(page, status=verdict.status, duplicate_of=verdict.duplicate_of, **record_fields)
         if body:
             record.extra["body"] = body

@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import scrapy
@@ -549,3 +550,55 @@ def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_p
         assert search.get(mirror) is None
     last = read_log(log).entries
     assert {e.url: (e.state, e.duplicate_of) for e in last}[mirror] == ("dropped", article)
+
+
+@pytest.mark.parametrize("backend", ["local", "es_emulated"])
+def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(tmp_path, request, backend):
+    """A flagged copy C names its group's kept page M. M rewritten (another story at the same URL), C fetched
+    again unchanged is decided again, not left naming a page that no longer holds its text: in the crawl that
+    fetches it after M's change (the next one when it came first), in both indexes, counted."""
+    from scrapy.exceptions import DropItem
+    from scrapy.utils.test import get_crawler
+
+    from crawler.pipelines import DedupPipeline, IndexPipeline
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
+             "and its owner plans weekend classes for residents who want to learn. ") * 3
+    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    main, copy = "http://m.example/line", "http://c.example/line"
+    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
+           else f"{request.getfixturevalue('es_url')}/flagged-{tmp_path.name.lower()}")
+
+    def crawl(*pages: tuple[str, str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(tmp_path / "d.jsonl"),
+                                             "DEDUP_WORKERS": 0})
+        dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
+        dedup.open_spider(), store.open_spider()
+        out = {}
+        try:
+            for url, title, text in pages:
+                try:
+                    out[url] = store.process_item(dedup.process_item({"url": url, "html": page.format(title, text)}))["dedup"]
+                except DropItem:  # fetched again unchanged: in the search index already
+                    out[url] = "refetched"
+        finally:
+            dedup.close_spider(), store.close_spider()
+        return out, crawler.stats.get_stats()
+
+    flagged = story.replace("Buses will replace trains.", "Replacement buses will run instead.", 1)
+    day1, _ = crawl((main, "Line to close", story), (copy, "Line closes", flagged))
+    assert day1[copy]["status"] in ("duplicate", "near_duplicate") and day1[copy]["duplicate_of"] == main
+    day2, stats2 = crawl((copy, "Line closes", flagged), (main, "Bakery prize", other))  # the copy first
+    assert day2[copy] == "refetched" and day2[main]["replaced"] and "dedup/root_changed" not in stats2
+    day3, stats3 = crawl((copy, "Line closes", flagged), (main, "Bakery prize", other))
+    assert day3[main] == "refetched" and stats3["dedup/root_changed"] == 1
+    assert (day3[copy]["status"], day3[copy]["duplicate_of"]) == ("unique", None), day3[copy]
+    assert day3[copy]["replaced"]["duplicate_of"] == main
+    with open_index(uri) as index:
+        assert index.by_url(copy).status == "unique"
+    with open_search(uri, readonly=True) as search:
+        assert search.get(copy)["dedup"]["status"] == "unique"
+    day4, _ = crawl((copy, "Line closes", flagged), (main, "Bakery prize", other))
+    assert day4 == {copy: "refetched", main: "refetched"}  # settled

@@ -283,3 +283,40 @@ def test_title_anchor_match_with_edited_text_is_flagged_not_dropped():
     # the exact copy of the text is still dropped, by the content hash
     v = run(d, html("Bridge closes", STORY), "http://c.example/1")
     assert (v.status, v.rule, v.kept) == ("exact_duplicate", "content_hash", False)
+
+
+def test_a_flagged_page_fetched_again_is_decided_again_when_its_kept_page_changed(any_index):
+    """A flagged copy names the page its group was kept for. Fetched again unchanged it keeps its verdict, until
+    that page's text changes (or its record goes): then it is decided again, not left naming a page that no
+    longer holds its text (a reader hiding flagged copies would hide text no kept page holds)."""
+    from dedup.sources import Source
+
+    d = Deduplicator(any_index)
+    root, copy = "https://a.example/bridge", "https://b.example/bridge"
+    d.process(parse_page(html("Bridge closes", STORY), root), fetched_at=50.0)
+    body = html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."])
+    source = Source(url=copy, html=body.encode())
+    first = d.process(parse_page(body, copy), body=source.body_key, fetched_at=100.0)
+    assert first.status in ("near_duplicate", "duplicate") and first.duplicate_of == root and first.kept
+    again = d.process(parse_page(body, copy), body=source.body_key)
+    assert again.refetched and d.known(copy, source.body_key).refetched  # the kept page unchanged: as it was
+    d.process(parse_page(html("Bakery prize", OTHER), root), fetched_at=200.0)  # the kept page has other text now
+    assert d.known(copy, source.body_key) is None  # not answered before parsing: decided again
+    now = d.process(parse_page(body, copy), body=source.body_key, fetched_at=300.0)
+    assert not now.refetched and now.status == "unique" and now.duplicate_of is None and now.kept
+    assert now.replaced["root_changed"] and now.replaced["duplicate_of"] == root
+    assert sorted(urls_of(any_index)) == sorted([root, copy])
+    assert d.process(parse_page(body, copy), body=source.body_key).refetched  # and settled
+
+
+def test_a_flagged_page_whose_kept_page_went_is_decided_again(any_index):
+    d = Deduplicator(any_index)
+    root, copy = "https://a.example/bridge", "https://b.example/bridge"
+    run(d, html("Bakery prize", OTHER), "https://c.example/bakery")
+    run(d, html("Bridge closes", STORY), root)
+    body = html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."])
+    assert run(d, body, copy).duplicate_of == root
+    gone = run(d, html("Bakery prize", OTHER, nav="Start Politics Weather"), root)  # now a copy: its record goes
+    assert not gone.kept and any_index.by_url(root) is None
+    now = run(d, body, copy)
+    assert now.status == "unique" and now.replaced["root_changed"] and not now.refetched
