@@ -48,6 +48,7 @@ reindex (``index.elastic.reindex``) write through it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -57,6 +58,8 @@ from urllib.parse import urlsplit
 
 from .page import Page
 from .sources import Source, page_fields, page_from_source
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
@@ -400,6 +403,23 @@ class DropLogWriter:
         self.index = index_identity(index) if index else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("a", encoding="utf-8")
+        self._end_torn_line()
+
+    def _end_torn_line(self) -> None:
+        """A log whose last line is torn (a crash in the middle of a write) gets a newline before this writer's
+        first line, which would else be glued to it and skipped with it by every reader (its page then in no
+        index and no readable line)."""
+        size = self._file.tell()
+        if not size:
+            return
+        with open(self.path, "rb") as f:
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+        logger.warning("The dropped log %s ends with a torn line (a crash while it was written): readers skip it "
+                       "(dedup dropped list says so); new lines start on a line of their own", self.path)
+        self._file.write("\n")
+        self._file.flush()
 
     def write(self, verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None,
               omit: Iterable[str] = (), *, body: str | None = None, content_hash: str | None = None) -> None:

@@ -917,3 +917,25 @@ def test_show_on_a_page_kept_again_shows_what_it_is_now_then_the_drop(tmp_path, 
     shown = dedup_json(capsys, "dropped", "show", copy, *args(log, uri))
     assert shown["state"] == "kept" and shown["verdict"]["status"] != "exact_duplicate"
     assert shown["dropped_before"]["status"] == "exact_duplicate"
+
+
+def test_a_writer_opening_a_log_with_a_torn_last_line_starts_on_a_new_line(tmp_path, caplog):
+    """helper-23: a crash left half a line at the log's end; the next crawl's first drop line was glued to it
+    and skipped with it by every reader, its page then in no index and no readable line."""
+    from dedup.droplog import DropLogWriter, read_log
+
+    path = tmp_path / "dropped.jsonl"
+    whole = json.dumps({"verdict": {"status": "exact_duplicate", "duplicate_of": "http://a.example/"},
+                        "item": {"url": "http://b.example/", "text": "b"}, "url": "http://b.example/"})
+    path.write_text(whole + "\n" + whole[:30], encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        writer = DropLogWriter(path)
+    assert "torn line" in caplog.text
+    writer.write({"status": "exact_duplicate", "duplicate_of": "http://a.example/"},
+                 {"url": "http://c.example/", "text": "c"})
+    writer.close()
+    log = read_log(path)
+    assert sorted(e.url for e in log.entries) == ["http://b.example/", "http://c.example/"]
+    caplog.clear()
+    DropLogWriter(path).close()  # a log that ends its last line: nothing written, nothing said
+    assert path.read_text(encoding="utf-8").count("\n") == 3 and not caplog.text
