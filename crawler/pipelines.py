@@ -61,7 +61,7 @@ index_flushed = object()
 #: its older version leaves the search index too (:class:`IndexPipeline` removes the document)
 remove_document = object()
 #: sent by :class:`DedupPipeline` with ``url`` and ``dedup`` when a page's group is kept for another page
-#: now (see ``DedupPipeline._reroot``): :class:`IndexPipeline` writes that verdict into its document
+#: now (see ``DedupPipeline._regrouped``): :class:`IndexPipeline` writes that verdict into its document
 regroup_document = object()
 
 #: key of ``item["dedup"]`` marking a page fetched again that the dedup index recorded under its URL:
@@ -308,21 +308,18 @@ class DedupPipeline(_PipelineBase):
         self._set_dedup(adapter, {**verdict.to_dict(), REFETCH_KEY: True})
         return adapter.item
 
-    def _reroot(self, url: str, verdict: Verdict) -> None:
-        """The page at ``url`` was its group's kept page, and its new text is an exact copy of a page that names
-        it as that (a copy kept while the page had other text, then the page put back: helper-21's edit and
-        revert). That page is the group's kept page now: its record and its search document say so, where they
-        named a page that is dropped as a copy of them (each the other's ``duplicate_of``, the text in no group
-        a reader sees kept). Other pages of the old group still name ``url``, whose drop line names this one."""
-        named = verdict.duplicate_of
-        record = self.deduplicator.index.by_url(named) if named and verdict.status == "exact_duplicate" else None
-        if record is None or record.duplicate_of != url:
+    def _regrouped(self, url: str, verdict: Verdict) -> None:
+        """The page ``verdict`` names was flagged as a copy of ``url``, whose new text (an edit, or the page put
+        back) copies it: the deduplicator made that page its group's kept page (``verdict.regrouped``), and
+        IndexPipeline's document of it says so too (helper-21's edit and revert; helper-23's and helper-24's
+        edits of a kept page into a copy of its own copy, which left each page naming the other)."""
+        named = verdict.regrouped
+        if not named:
             return
-        self.deduplicator.index.replace(record.id, dataclasses.replace(record, status="unique", duplicate_of=None))
         self._inc("dedup/regrouped")
-        logger.info("%s is its group's kept page now: %s, which it was flagged as a copy of, is its exact copy",
+        logger.info("%s is its group's kept page now: %s, which it was flagged as a copy of, copies it",
                     named, url, extra=self._extra)
-        if self.crawler is not None:  # IndexPipeline's document of it says so too
+        if self.crawler is not None:
             self.crawler.signals.send_catch_log(regroup_document, url=named, dedup={
                 "status": "unique", "duplicate_of": None, "regrouped_from": url})
 
@@ -389,6 +386,7 @@ class DedupPipeline(_PipelineBase):
             self._inc("dedup/updated")
             if verdict.replaced.get("root_changed"):  # unchanged, decided again: its group's kept page changed
                 self._inc("dedup/root_changed")
+        self._regrouped(url, verdict)
         if verdict.kept:
             self._inc("dedup/kept")
             if dropped is not None:  # dropped before, changed since, and kept now
@@ -399,7 +397,6 @@ class DedupPipeline(_PipelineBase):
         if verdict.replaced is not None:  # its older version was kept
             if self.crawler is not None:
                 self.crawler.signals.send_catch_log(remove_document, url=url)
-            self._reroot(url, verdict)
         self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,), body=body,
                                 content_hash=None if verdict.rule == "content_hash" else features.content_hash)
         self._dropped[url] = (body, features.content_hash)

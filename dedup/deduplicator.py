@@ -211,6 +211,9 @@ class Verdict:
     replaced: dict[str, Any] | None = None
     #: fetched again with the content its URL's record holds: the record's verdict, nothing written
     refetched: bool = False
+    #: the URL of the page this one now copies when that page was flagged as a copy of this one (this page edited,
+    #: or put back): that page is its group's kept page now (``unique``), not a page naming its own copy
+    regrouped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as plain JSON-safe data. Left out when they say nothing (most verdicts, so that the
@@ -225,6 +228,8 @@ class Verdict:
             del out["replaced"]
         if not out["refetched"]:
             del out["refetched"]
+        if out["regrouped"] is None:
+            del out["regrouped"]
         return out
 
 
@@ -384,7 +389,22 @@ class Deduplicator:
                     self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)
         if not verdict.kept and prior is not None:
             self.index.remove(prior.id)  # the URL's content is dropped now: its older version goes
+        self._regroup(verdict, page.url)
         return verdict
+
+    def _regroup(self, verdict: Verdict, url: str | None) -> None:
+        """When the page ``verdict`` names was flagged as a copy of ``url`` (``url`` edited or put back and now a
+        copy of its own copy), that page is its group's kept page now: its record says ``unique``, and
+        ``verdict.regrouped`` names it (a crawl's search document of it is changed to match). Without this each
+        named the other, and no page of the group read as kept."""
+        if not url or verdict.duplicate_id is None or verdict.status == "unique":
+            return
+        found = self.index.get([verdict.duplicate_id])
+        record = found[0] if found else None
+        if record is None or record.duplicate_of != url or record.url == url:
+            return
+        self.index.replace(record.id, replace(record, status="unique", duplicate_of=None))
+        verdict.regrouped = record.url
 
     def known(self, url: str, body: str) -> Verdict | None:
         """The verdict of a page fetched again with the very bytes its URL's record was made from
@@ -508,6 +528,10 @@ class Deduplicator:
                 # find yet (another crawler wrote it, and Elasticsearch has not refreshed): this page
                 return self._refetched(rec)
             root = self._root(rec, own_url)
+            if own_url and root.duplicate_of == own_url and status != "exact_duplicate":
+                # the page matched is flagged as a copy of this one (this page edited since): this page stays
+                # its group's kept page, never a copy of its own copy (each would name the other)
+                return Verdict("unique", None, "group_root", scores, candidates=n, nearest=rec.url, **base)
             return Verdict(status, root.url, rule, scores, candidates=n, duplicate_id=root.id, nearest=rec.url, **base)
 
         if q.content_hash:  # a page without main text has its raw body's key (dedup.keys.raw_key) or none

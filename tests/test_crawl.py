@@ -602,3 +602,14 @@ def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(t
         assert search.get(copy)["dedup"]["status"] == "unique"
     day4, _ = crawl((copy, "Line closes", flagged), (main, "Bakery prize", other))
     assert day4 == {copy: "refetched", main: "refetched"}  # settled
+    # the kept page edited by a sentence matches its flagged copy best: it stays its group's kept page (it was
+    # flagged as a copy of its copy, which named it: a cycle, helper-23 and helper-24), in both indexes
+    edited = other.replace("residents who want to learn.", "anyone in town who wants to learn to bake.", 1)
+    day5, _ = crawl((main, "Bakery prize", edited), (copy, "Line closes", flagged))
+    assert (day5[main]["status"], day5[main]["duplicate_of"]) == ("unique", None), day5[main]
+    day6, _ = crawl((copy, "Bakery prize", other), (main, "Bakery prize", edited.replace("town", "the town")))
+    assert day6[copy]["duplicate_of"] == main and day6[main]["rule"] == "group_root", day6
+    with open_index(uri) as index:
+        assert index.by_url(main).status == "unique" and index.by_url(copy).duplicate_of == main
+    with open_search(uri, readonly=True) as search:
+        assert (search.get(main)["dedup"]["status"], search.get(copy)["dedup"]["duplicate_of"]) == ("unique", main)

@@ -320,3 +320,36 @@ def test_a_flagged_page_whose_kept_page_went_is_decided_again(any_index):
     assert not gone.kept and any_index.by_url(root) is None
     now = run(d, body, copy)
     assert now.status == "unique" and now.replaced["root_changed"] and not now.refetched
+
+
+def test_a_kept_page_edited_stays_its_groups_kept_page_not_a_copy_of_its_copy(any_index):
+    """helper-23, helper-24: R kept, M flagged as a copy of R; R edited by a sentence matched M best and was
+    flagged as a copy of M, which still named R: a cycle, no page of the group kept. R stays the kept page."""
+    d = Deduplicator(any_index)
+    root, copy = "https://a.example/bridge", "https://b.example/bridge"
+    run(d, html("Bridge closes", STORY), root)
+    flagged = run(d, html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."]),
+                  copy)
+    assert flagged.duplicate_of == root and flagged.kept
+    edited = run(d, html("Bridge closes", STORY[:4] + ["The council added a line about the ferries today.",
+                                                       STORY[5]]), root)
+    assert (edited.status, edited.duplicate_of, edited.rule) == ("unique", None, "group_root"), edited
+    assert edited.nearest == copy and edited.replaced and edited.regrouped is None
+    assert any_index.by_url(root).status == "unique" and any_index.by_url(copy).duplicate_of == root
+
+
+def test_a_kept_page_put_back_as_an_exact_copy_of_its_copy_makes_that_copy_the_kept_page(any_index):
+    """The exact case: one of the two texts must go, and the page decided now is the one that can; the copy
+    it names becomes its group's kept page (``regrouped``), so no page names a page that names it."""
+    d = Deduplicator(any_index)
+    root, copy = "https://a.example/bridge", "https://b.example/bridge"
+    text = STORY[:5] + ["An extra line from the second site about the ferries."]
+    run(d, html("Bridge closes", STORY), root)
+    assert run(d, html("Bridge closes", text), copy).duplicate_of == root
+    now = run(d, html("Bridge closes", text, nav="Start Politics Weather"), root)
+    assert now.status == "exact_duplicate" and not now.kept and now.duplicate_of == copy
+    assert now.regrouped == copy and now.to_dict()["regrouped"] == copy
+    assert any_index.by_url(root) is None
+    kept = any_index.by_url(copy)
+    assert (kept.status, kept.duplicate_of) == ("unique", None)
+    assert "regrouped" not in run(d, html("Bakery prize", OTHER), "https://c.example/").to_dict()
