@@ -348,7 +348,7 @@ class Deduplicator:
         return self.featurizer(page)
 
     def process(self, page: Page, *, features: Features | None = None, body: str | None = None,
-                **record_fields: Any) -> Verdict:
+                regroup: bool = True, **record_fields: Any) -> Verdict:
         """Check ``page``; when its status is not in ``config.drop``, add it to the index.
         ``features``: the page's, when computed elsewhere (a worker process; same featurizer settings).
         ``body``: the key of the bytes it was made from (:attr:`dedup.sources.Source.body_key`), kept in
@@ -357,7 +357,8 @@ class Deduplicator:
         One record per URL: a URL whose record holds the same content is *refetched* (its record's
         verdict, nothing written); a URL whose content changed is decided against the other pages,
         never its own older version, and its record is replaced (``verdict.replaced``), or removed
-        when the new content is dropped."""
+        when the new content is dropped. ``regroup=False``: a page put back as an exact copy of its own copy
+        leaves that copy's record as it is (the caller regroups it: :meth:`regroup_target`)."""
         if features is None:
             features = self.features(page)
         prior = self._prior(page.url)
@@ -389,22 +390,28 @@ class Deduplicator:
                     self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)
         if not verdict.kept and prior is not None:
             self.index.remove(prior.id)  # the URL's content is dropped now: its older version goes
-        self._regroup(verdict, page.url)
+        target = self.regroup_target(verdict, page.url) if regroup else None
+        if target is not None:
+            self.regroup(verdict, target)
         return verdict
 
-    def _regroup(self, verdict: Verdict, url: str | None) -> None:
-        """When the page ``verdict`` names was flagged as a copy of ``url`` (``url`` edited or put back and now a
-        copy of its own copy), that page is its group's kept page now: its record says ``unique``, and
-        ``verdict.regrouped`` names it (a crawl's search document of it is changed to match). Without this each
-        named the other, and no page of the group read as kept."""
+    def regroup_target(self, verdict: Verdict, url: str | None) -> Record | None:
+        """The record of the page ``verdict`` names when that page was flagged as a copy of ``url`` (``url`` put
+        back, and dropped as an exact copy of its own copy): :meth:`regroup` makes it its group's kept page."""
         if not url or verdict.duplicate_id is None or verdict.status == "unique":
-            return
+            return None
         found = self.index.get([verdict.duplicate_id])
         record = found[0] if found else None
-        if record is None or record.duplicate_of != url or record.url == url:
-            return
-        self.index.replace(record.id, replace(record, status="unique", duplicate_of=None))
+        return record if record is not None and record.duplicate_of == url and record.url != url else None
+
+    def regroup(self, verdict: Verdict, record: Record) -> Record:
+        """``record`` (:meth:`regroup_target`) is its group's kept page now: stored as ``unique`` (under a new id),
+        named by ``verdict.regrouped`` (a crawl's search document of it is changed to match). Without this each
+        page named the other, and no page of the group read as kept. Returns the record as stored."""
+        now = replace(record, status="unique", duplicate_of=None)
+        self.index.replace(record.id, now)
         verdict.regrouped = record.url
+        return now
 
     def known(self, url: str, body: str) -> Verdict | None:
         """The verdict of a page fetched again with the very bytes its URL's record was made from

@@ -387,3 +387,67 @@ def test_restore_puts_back_a_document_without_a_url_field_as_it_was(es_url, tmp_
         for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
             client.options(ignore_status=404).indices.delete(index=index)
         client.close()
+
+
+def test_an_update_never_leaves_two_documents_naming_each_other(es_url, tmp_path):
+    """helper-24: ``--update`` left cycles and pages naming a dropped page. A kept page edited by a sentence,
+    whose best match is its own flagged copy, stays its group's kept page (rule group_root); a kept page put
+    back as an exact copy of its flagged copy is dropped and that copy becomes its group's kept page
+    (``regrouped_from``), in the destination and in the dedup records, as a crawl does."""
+    from elasticsearch import Elasticsearch
+
+    from index import open_index, open_search
+
+    name = f"updcycle-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "crawled": {"type": "date"}}})
+    flagged = BAKERY.replace("rye loaves on Saturdays", "spelt loaves on Sundays")
+    docs = {"a": (article("Bakery hours", BAKERY), 1), "b": (article("Bakery opens earlier", flagged), 2),
+            "c": (article("Choir seeks tenors", CHOIR), 3), "d": (article("Choir wants tenors", CHOIR.replace(
+                "three carols in Welsh", "four carols in Cornish")), 4)}
+
+    def put(key, html, day):
+        client.index(index=name, id=key, document={"url": f"http://{key}.example/", "html": html,
+                                                   "crawled": f"2024-01-0{day}T00:00:00Z"})
+
+    def verdicts():
+        search = open_search(dest, readonly=True)
+        try:
+            return {d["url"]: d["dedup"] for d in search.iter_docs()}
+        finally:
+            search.close()
+
+    try:
+        for key, (html, day) in docs.items():
+            put(key, html, day)
+        client.indices.refresh(index=name)
+        source, dest = f"{es_url}/{name}", f"{es_url}/{name}-v2"
+        args = reindex_args(source, dest, tmp_path)
+        assert main(args) == 0
+        first = {p: (v["status"], v["duplicate_of"]) for p, v in verdicts().items()}
+        assert first["http://b.example/"][1] == "http://a.example/" and first["http://a.example/"][0] == "unique"
+        put("a", article("Bakery hours", BAKERY + " " + SENTENCE), 1)  # a sentence more: still b's kept page
+        put("c", article("Choir wants tenors", CHOIR.replace("three carols in Welsh", "four carols in Cornish")), 3)
+        client.indices.refresh(index=name)
+        killed_run("record", 2, args + ["--update"])  # killed after c's regroup of d, before c's decision is committed
+        with sqlite3.connect(tmp_path / "checkpoint.work" / "state.sqlite") as db:
+            intent = json.loads(db.execute("SELECT value FROM meta WHERE key = 'intent'").fetchone()[0])
+        assert intent["regroup"]["record"]["url"] == "http://d.example/"  # d's older record, put back on resume
+        assert main(args + ["--update"]) == 0
+        docs_now = verdicts()
+        a, b, d = (docs_now[f"http://{k}.example/"] for k in "abd")
+        assert (a["status"], a["duplicate_of"], a["rule"]) == ("unique", None, "group_root"), a
+        assert b["duplicate_of"] == "http://a.example/"
+        assert "http://c.example/" not in docs_now  # put back as d's text: dropped, d its group's kept page
+        assert (d["status"], d["duplicate_of"], d["regrouped_from"]) == ("unique", None, "http://c.example/"), d
+        with open_index(dest) as index:
+            record = index.by_url("http://d.example/")
+            assert (record.status, record.duplicate_of) == ("unique", None) and index.by_url("http://c.example/") is None
+        assert main(args + ["--check"]) == 0
+        assert main(args + ["--update"]) == 0  # nothing changed: nothing moves
+        assert verdicts() == docs_now
+    finally:
+        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()

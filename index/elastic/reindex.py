@@ -331,6 +331,12 @@ class Reindex(Inspection):
             state.set(record_hw=max(removed))
         intent = state.get("intent")
         if intent:  # an update replaced or removed a document's record, and its decision was not committed
+            group = intent.get("regroup")  # and regrouped another document's record
+            if group and not local.get([int(group["record"]["id"])]):
+                rid = local.add(Record.from_dict(group["record"]))
+                log.info("Putting back record %s of %s as %d: the regroup was not committed", group["record"]["id"],
+                         group["record"]["url"], rid)
+                state.put_back(group["sid"], rid)
             own = intent.get("own")
             if own and not local.get([int(own["id"])]):
                 rid = local.add(Record.from_dict(own))
@@ -458,13 +464,15 @@ class Reindex(Inspection):
             return verdict, None, own.id if own else None, {}
         # the older record is kept in the work state until this decision is committed (a kill between
         # the local index's change and the commit puts it back: see _remove_orphans)
-        state.set(intent={"sid": str(hit["_id"]), "own": own.to_dict() if own else None})
+        intent = {"sid": str(hit["_id"]), "own": own.to_dict() if own else None}
+        state.set(intent=intent)
         fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
         capture.own = (page.url, own)
         try:
-            verdict = decider.process(page, features=features, fetched_at=fetched_at)
+            verdict = decider.process(page, features=features, fetched_at=fetched_at, regroup=False)
         finally:
             capture.own = None
+        regroup = self._regroup(decider, capture, state, verdict, page.url, intent)
         if verdict.refetched and own is not None and verdict.scores.get("record") == own.id:
             # the same text (other HTML around it): the record and the destination's verdict stay
             return verdict, None, own.id, {"keep_verdict": True}
@@ -487,7 +495,28 @@ class Reindex(Inspection):
             ops["delete_doc"] = True
         elif not was_kept:
             ops["kept_event"] = page.url
+        if regroup:
+            ops["regroup"] = regroup
         return verdict, record, record.id if record else None, ops
+
+    def _regroup(self, decider: Deduplicator, capture: Capture, state: WorkState, verdict: Verdict, url: str,
+                 intent: dict[str, Any]) -> dict[str, Any] | None:
+        """A document put back as an exact copy of its own flagged copy: that copy is its group's kept page now
+        (:meth:`Deduplicator.regroup`, as a crawl's), in the local index and the work folder here, in the
+        destination and the dedup records when the decision is sent (the ``regroup`` op). The intent holds its
+        older record until the decision is committed."""
+        target = decider.regroup_target(verdict, url)
+        sid = state.source_of(target.id) if target is not None else None
+        if sid is None:
+            return None
+        state.set(intent={**intent, "regroup": {"sid": sid, "record": target.to_dict()}})
+        now = decider.regroup(verdict, target)
+        capture.added[:] = [r for r in capture.added if r is not now]  # not this decision's record
+        from .records import record_id
+
+        row = state.doc(sid)
+        state.regrouped(sid, now.id, record_id(now))
+        return {"sid": sid, "url": target.url, "from": url, "record": now.id, "old_es": row[3] if row else None}
 
     def _refresh(self, hit: dict[str, Any], row: tuple, skey: str, state: WorkState, sink: "Sink | None") -> None:
         """A document whose page is unchanged but whose other fields changed: a kept one gets its new

@@ -283,6 +283,26 @@ class WorkState:
                 self._meta["record_hw"] = record_id
             self.db.execute("DELETE FROM meta WHERE key = 'intent'")
 
+    def source_of(self, record_id: int) -> str | None:
+        """The source id of the document whose decision names local record ``record_id``, or None."""
+        row = self.db.execute("SELECT source_id FROM docs WHERE record_id = ?", (int(record_id),)).fetchone()
+        return row[0] if row else None
+
+    def regrouped(self, source_id: str, record_id: int, es_record_id: int) -> None:
+        """The kept document ``source_id`` is its group's kept page now, under local record ``record_id``: in the
+        open transaction, committed (or lost, then put back from the intent) with the decision that regrouped it."""
+        self.db.execute("UPDATE docs SET status = 'unique', record_id = ?, es_record_id = ? WHERE source_id = ?",
+                        (int(record_id), int(es_record_id), source_id))
+        if record_id > (self.get("record_hw") or 0):
+            self._meta["record_hw"] = record_id
+
+    def put_back(self, source_id: str, record_id: int) -> None:
+        """A regrouped document's older record, put back under a new id (its regroup was not committed)."""
+        with self._tx():
+            self.db.execute("UPDATE docs SET record_id = ? WHERE source_id = ?", (record_id, source_id))
+            if record_id > (self.get("record_hw") or 0):
+                self._meta["record_hw"] = record_id
+
     def mark_sent(self, source_ids: Iterable[str]) -> None:
         rows = [(s,) for s in source_ids]
         with self._tx():
