@@ -72,8 +72,8 @@ def unavailable(uri: str, es_options: dict[str, Any] | None = None, *, hold: boo
     None: an embedded index another process holds (its lock) or that cannot be made where it is named (a
     file on its path, a folder this user may not write), or an Elasticsearch cluster that refuses this client's
     major version or does not answer within its retry budget (``retry_seconds`` of ``es_options``,
-    DEDUP_ES_OPTIONS). Anything else (a bad URI, another error, no client) is None: opening the index reports
-    it as before. ``hold``: an embedded index's lock is taken now and kept for this process's pipelines
+    DEDUP_ES_OPTIONS), or a URI or option it cannot read. Anything else (another error, no client) is None:
+    opening the index reports it as before. ``hold``: an embedded index's lock is taken now and kept for this process's pipelines
     (:func:`index.local.lock.hold`), so that no crawl started at the same time passes the check too."""
     try:
         scheme = _scheme(uri)
@@ -87,7 +87,9 @@ def unavailable(uri: str, es_options: dict[str, Any] | None = None, *, hold: boo
         from .elastic import IndexUnavailable, _split
         from .elastic.connect import IncompatibleClient, connect
 
-        es, name = connect(uri, **_split(es_options or {}, ())[0])  # an unknown option: None, opening says
+        es, name = connect(uri, **_split(es_options or {}, ())[0])
+    except ValueError as exc:  # a bad URI or option (an index name Elasticsearch refuses): said now, in one line
+        return str(exc)
     except Exception:
         return None
     try:

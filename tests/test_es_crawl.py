@@ -231,3 +231,13 @@ def test_a_cluster_away_at_start_is_one_line(site_url, crawl, tmp_path):
     assert result.returncode == 1, result.log[-3000:]
     assert "Traceback" not in result.log and "Spider opened" not in result.log, result.log[-3000:]
     assert f"scrapy-dedup: Elasticsearch at http://127.0.0.1:{port} failed to reach the cluster" in result.log
+
+
+@pytest.mark.parametrize("name", ["Pages", "", "pages/extra"])
+def test_an_index_name_elasticsearch_refuses_is_one_line(site_url, crawl, tmp_path, name):
+    """helper-24: an upper-case index name, none, or a path after it: the crawl ended in two tracebacks out
+    of open_spider; it is refused before it starts in the one line the dedup commands print."""
+    result = crawl(site_url, tmp_path, index_uri=f"http://127.0.0.1:9/{name}", timeout=60)
+    assert result.returncode == 1, result.log[-3000:]
+    assert "Traceback" not in result.log and "Spider opened" not in result.log, result.log[-3000:]
+    assert "scrapy-dedup: " in result.log and ("index name" in result.log), result.log[-2000:]
