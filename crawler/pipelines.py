@@ -392,6 +392,9 @@ class DedupPipeline(_PipelineBase):
             if dropped is not None:  # dropped before, changed since, and kept now
                 self._dropped.pop(url, None)
                 self._dropped_log.event(KEPT, url, status=verdict.status)
+            elif verdict.replaced is not None and verdict.replaced.get("restored"):
+                # restored, changed since, and decided again: its log entry is no longer a restored copy
+                self._dropped_log.event(KEPT, url, status=verdict.status)
             return item
         self._inc("dedup/dropped")
         if verdict.replaced is not None:  # its older version was kept

@@ -375,6 +375,8 @@ class Deduplicator:
                                 "fetched_at": prior.fetched_at, "content_hash": prior.content_hash}
             if root_changed:
                 verdict.replaced["root_changed"] = True
+            if prior.extra.get("restored_at"):  # put back by `dedup dropped restore`, decided again now
+                verdict.replaced["restored"] = True
         if verdict.kept:
             try:
                 self.add(page, features, verdict, body=body, instead_of=prior, **record_fields)

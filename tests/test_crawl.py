@@ -613,3 +613,46 @@ def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(t
         assert index.by_url(main).status == "unique" and index.by_url(copy).duplicate_of == main
     with open_search(uri, readonly=True) as search:
         assert (search.get(main)["dedup"]["status"], search.get(copy)["dedup"]["duplicate_of"]) == ("unique", main)
+
+
+def test_a_restored_page_decided_again_with_new_text_leaves_the_restored_state(tmp_path, capsys):
+    """helper-23: a page restored, then edited, is decided again (flagged); its log entry stayed `restored`
+    with the old exact-copy verdict, so the report counted it twice (restored and flagged). The log gets a
+    `kept` event, as for a dropped page kept when fetched again."""
+    from scrapy.exceptions import DropItem
+    from scrapy.utils.test import get_crawler
+
+    from crawler.pipelines import DedupPipeline, IndexPipeline
+    from dedup.cli import main
+    from dedup.droplog import read_log
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    page = "<html><head><title>Line to close</title></head><body><article><p>{}</p></article></body></html>"
+    first, copy = "http://m.example/line", "http://c.example/line"
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+
+    def crawl(*pages: tuple[str, str]) -> dict[str, Any]:
+        crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
+        dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
+        dedup.open_spider(), store.open_spider()
+        out = {}
+        try:
+            for url, text in pages:
+                try:
+                    out[url] = store.process_item(dedup.process_item({"url": url, "html": page.format(text)}))["dedup"]
+                except DropItem:
+                    out[url] = "dropped"
+        finally:
+            dedup.close_spider(), store.close_spider()
+        return out
+
+    assert crawl((first, story), (copy, story))[copy] == "dropped"
+    assert main(["dropped", "restore", copy, "--index", uri, "--log", str(log)]) == 0
+    assert read_log(log).get(copy).state == "restored"
+    edited = story.replace("Buses will replace trains.", "Replacement buses will run instead.", 1)
+    now = crawl((copy, edited))[copy]
+    assert now["status"] in ("duplicate", "near_duplicate") and now["replaced"]["restored"], now
+    entry = read_log(log).get(copy)
+    assert entry.state == "kept", entry
+    capsys.readouterr()
