@@ -499,16 +499,38 @@ def test_a_dropped_page_fetched_again_waits_for_the_pages_before_it_in_the_worke
         assert index.by_url(article) is not None  # the text is kept: its page's record is there
 
 
+def pipelines_crawl(uri: str, log: Path, *pages: tuple[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Items ``(url, html)`` through DedupPipeline and IndexPipeline in order, as one crawl's (no worker):
+    url -> the item's verdict, ``"dropped"`` (logged as a copy) or ``"refetched"`` (fetched again, in the
+    search index already); and the crawl's stats."""
+    from scrapy.exceptions import DropItem
+    from scrapy.utils.test import get_crawler
+
+    from crawler.pipelines import DedupPipeline, DuplicateDropped, IndexPipeline
+
+    crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
+    dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
+    dedup.open_spider(), store.open_spider()
+    out: dict[str, Any] = {}
+    try:
+        for url, html in pages:
+            try:
+                out[url] = store.process_item(dedup.process_item({"url": url, "html": html}))["dedup"]
+            except DuplicateDropped:
+                out[url] = "dropped"
+            except DropItem:
+                out[url] = "refetched"
+    finally:
+        dedup.close_spider(), store.close_spider()
+    return out, crawler.stats.get_stats()
+
+
 @pytest.mark.parametrize("backend", ["local", "es_emulated"])
 def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_page(tmp_path, request, backend):
     """helper-21: a kept page M with a dropped exact copy A; M edited (A decided again: kept, flagged a copy of
     M); M put back (an exact copy of A now: dropped). Each named the other: A kept but flagged as a copy of a
     page no index holds, M dropped as a copy of A. A search that hides flagged copies lost the story. A is the
     group's kept page now, in the dedup index and in the search index."""
-    from scrapy.exceptions import DropItem
-    from scrapy.utils.test import get_crawler
-
-    from crawler.pipelines import DedupPipeline, DuplicateDropped, IndexPipeline
     from dedup.droplog import read_log
 
     story = ("The regional line will close for three weekends in spring while engineers replace the signals "
@@ -520,22 +542,8 @@ def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_p
     log = tmp_path / "dropped.jsonl"
 
     def crawl(*pages: tuple[str, str]) -> dict[str, str]:
-        crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
-        dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
-        dedup.open_spider(), store.open_spider()
-        out = {}
-        try:
-            for url, text in pages:
-                try:
-                    item = store.process_item(dedup.process_item({"url": url, "html": page.format(text)}))
-                    out[url] = item["dedup"]["status"]
-                except DuplicateDropped:
-                    out[url] = "dropped"
-                except DropItem:  # fetched again: recorded and in the search index already
-                    out[url] = "refetched"
-        finally:
-            dedup.close_spider(), store.close_spider()
-        return out
+        out, _ = pipelines_crawl(uri, log, *((url, page.format(text)) for url, text in pages))
+        return {url: v if isinstance(v, str) else v["status"] for url, v in out.items()}
 
     assert crawl((mirror, story), (article, story)) == {mirror: "unique", article: "dropped"}
     day2 = crawl((mirror, story + edit * 3), (article, story))
@@ -557,10 +565,7 @@ def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(t
     """A flagged copy C names its group's kept page M. M rewritten (another story at the same URL), C fetched
     again unchanged is decided again, not left naming a page that no longer holds its text: in the crawl that
     fetches it after M's change (the next one when it came first), in both indexes, counted."""
-    from scrapy.exceptions import DropItem
-    from scrapy.utils.test import get_crawler
 
-    from crawler.pipelines import DedupPipeline, IndexPipeline
 
     story = ("The regional line will close for three weekends in spring while engineers replace the signals "
              "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
@@ -572,20 +577,7 @@ def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(t
            else f"{request.getfixturevalue('es_url')}/flagged-{tmp_path.name.lower()}")
 
     def crawl(*pages: tuple[str, str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-        crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(tmp_path / "d.jsonl"),
-                                             "DEDUP_WORKERS": 0})
-        dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
-        dedup.open_spider(), store.open_spider()
-        out = {}
-        try:
-            for url, title, text in pages:
-                try:
-                    out[url] = store.process_item(dedup.process_item({"url": url, "html": page.format(title, text)}))["dedup"]
-                except DropItem:  # fetched again unchanged: in the search index already
-                    out[url] = "refetched"
-        finally:
-            dedup.close_spider(), store.close_spider()
-        return out, crawler.stats.get_stats()
+        return pipelines_crawl(uri, tmp_path / "d.jsonl", *((url, page.format(t, text)) for url, t, text in pages))
 
     flagged = story.replace("Buses will replace trains.", "Replacement buses will run instead.", 1)
     day1, _ = crawl((main, "Line to close", story), (copy, "Line closes", flagged))
@@ -619,10 +611,7 @@ def test_a_restored_page_decided_again_with_new_text_leaves_the_restored_state(t
     """helper-23: a page restored, then edited, is decided again (flagged); its log entry stayed `restored`
     with the old exact-copy verdict, so the report counted it twice (restored and flagged). The log gets a
     `kept` event, as for a dropped page kept when fetched again."""
-    from scrapy.exceptions import DropItem
-    from scrapy.utils.test import get_crawler
 
-    from crawler.pipelines import DedupPipeline, IndexPipeline
     from dedup.cli import main
     from dedup.droplog import read_log
 
@@ -633,19 +622,7 @@ def test_a_restored_page_decided_again_with_new_text_leaves_the_restored_state(t
     uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
 
     def crawl(*pages: tuple[str, str]) -> dict[str, Any]:
-        crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
-        dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
-        dedup.open_spider(), store.open_spider()
-        out = {}
-        try:
-            for url, text in pages:
-                try:
-                    out[url] = store.process_item(dedup.process_item({"url": url, "html": page.format(text)}))["dedup"]
-                except DropItem:
-                    out[url] = "dropped"
-        finally:
-            dedup.close_spider(), store.close_spider()
-        return out
+        return pipelines_crawl(uri, log, *((url, page.format(text)) for url, text in pages))[0]
 
     assert crawl((first, story), (copy, story))[copy] == "dropped"
     assert main(["dropped", "restore", copy, "--index", uri, "--log", str(log)]) == 0
