@@ -77,7 +77,7 @@ def test_verdict_to_dict_is_asdicts_without_its_deep_copy():
                  "pair": (1, "x"), "candidates": [{"url": "http://b/", "score": 0.5}], "n": np.int64(3)},
                 {"t1": 0.8}, nearest="http://b/", replaced={"record": 4, "status": "unique"}, duplicate_id=7)
     want = asdict(v)
-    del want["refetched"]
+    del want["refetched"], want["regrouped"]  # left out when they say nothing
     got = v.to_dict()
     assert got == want and json.dumps(got, default=str) == json.dumps(want, default=str)
     got["scores"]["truncated"]["bytes"].append(1)
@@ -86,4 +86,4 @@ def test_verdict_to_dict_is_asdicts_without_its_deep_copy():
     assert v.scores["truncated"]["bytes"] == [9, 4] and v.scores["candidates"][0]["url"] == "http://b/"
     assert v.replaced == {"record": 4, "status": "unique"}
     plain = Verdict("unique", None, "no_candidate").to_dict()
-    assert "nearest" not in plain and "replaced" not in plain and "refetched" not in plain
+    assert "nearest" not in plain and "replaced" not in plain and "refetched" not in plain and "regrouped" not in plain
