@@ -34,7 +34,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
-from dedup.droplog import KEPT, SEEN, DropLogWriter, dropped_keys
+from dedup.droplog import KEPT, SEEN, DropLogWriter
 from dedup.page import Page
 from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
@@ -42,11 +42,12 @@ from dedup.workers import WorkerError, WorkerPool
 
 from .bodies import FetchedHTML
 from .config import is_enabled, settings_of
+from .dropped_pages import DroppedPages
 from .items import TRANSIENT, note, notes_of
 from .spool import REPLAY_KEY, Spool
 
 __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source", "index_buffered", "flush_index",
-           "index_flushed", "remove_document", "regroup_document"]
+           "index_flushed", "remove_document", "regroup_document", "index_document"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,9 @@ remove_document = object()
 #: sent by :class:`DedupPipeline` with ``url`` and ``dedup`` when a page's group is kept for another page
 #: now (see ``DedupPipeline._regrouped``): :class:`IndexPipeline` writes that verdict into its document
 regroup_document = object()
+#: sent by :class:`DedupPipeline` with ``doc`` (url, title, text, fetched_at, dedup) when it keeps a dropped page
+#: decided again from its drop line (no item carries it): :class:`IndexPipeline` stores that document
+index_document = object()
 
 #: key of ``item["dedup"]`` marking a page fetched again that the dedup index recorded under its URL:
 #: ``IndexPipeline`` writes it only when the search index does not hold it (a kill between the two writes)
@@ -174,8 +178,8 @@ class DedupPipeline(_PipelineBase):
         self.index: Any = None
         self.deduplicator: Deduplicator | None = None
         self._dropped_log: DropLogWriter | None = None
-        #: URLs the dropped log holds as dropped: url -> (body key, content hash) of the dropped page
-        self._dropped: dict[str, tuple[str | None, str | None]] = {}
+        #: the pages the dropped log holds as dropped (their body keys, content hashes, drop lines)
+        self._dropped = DroppedPages(self.dropped_log_path)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> "DedupPipeline":
@@ -193,7 +197,7 @@ class DedupPipeline(_PipelineBase):
 
         self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
                                 **self.index_options)
-        self._dropped = dropped_keys(self.dropped_log_path)
+        self._dropped = DroppedPages(self.dropped_log_path)
         self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
         # the worker processes start with the first page to parse (a recrawl of unchanged pages parses none)
         self._pooling = bool(self.workers and _asyncio_loop() is not None)
@@ -390,24 +394,73 @@ class DedupPipeline(_PipelineBase):
         if verdict.kept:
             self._inc("dedup/kept")
             if dropped is not None:  # dropped before, changed since, and kept now
-                self._dropped.pop(url, None)
+                self._dropped.pop(url)
                 self._dropped_log.event(KEPT, url, status=verdict.status)
             elif verdict.replaced is not None and verdict.replaced.get("restored"):
                 # restored, changed since, and decided again: its log entry is no longer a restored copy
                 self._dropped_log.event(KEPT, url, status=verdict.status)
+            self._text_left(url, verdict, features.content_hash)
             return item
         self._inc("dedup/dropped")
         if verdict.replaced is not None:  # its older version was kept
             if self.crawler is not None:
                 self.crawler.signals.send_catch_log(remove_document, url=url)
-        self._dropped_log.write(verdict.to_dict(), adapter.asdict(), page, omit=(self.html_field,), body=body,
-                                content_hash=None if verdict.rule == "content_hash" else features.content_hash)
-        self._dropped[url] = (body, features.content_hash)
+        self._log_drop(url, verdict, adapter.asdict(), page, body, features.content_hash)
+        self._text_left(url, verdict, features.content_hash)
         raise DuplicateDropped(
             f"{url}: {verdict.status} of {verdict.duplicate_of} (rule {verdict.rule}"
             + (f", matched with {verdict.nearest}, a page of its group)" if verdict.nearest and
                verdict.nearest != verdict.duplicate_of else ")"),
             verdict, log_level="INFO" if self.debug else "DEBUG")
+
+    def _log_drop(self, url: str, verdict: Verdict, item: dict[str, Any], page: Page, body: str | None,
+                  content_hash: str) -> None:
+        offset = self._dropped_log.write(verdict.to_dict(), item, page, omit=(self.html_field,), body=body,
+                                         content_hash=None if verdict.rule == "content_hash" else content_hash)
+        self._dropped.add(url, body, content_hash, offset)
+
+    def _text_left(self, url: str, verdict: Verdict, content_hash: str) -> None:
+        """``url``'s record held another text before (``verdict.replaced``): pages dropped as exact copies of that
+        text, when no kept page holds it now, are decided again from their drop lines, as if fetched again
+        unchanged. Else their text was in no index until each was fetched again after ``url`` (helper-23: in
+        a crawl that fetched the copy first, it was seen, still held, then ``url`` changed)."""
+        old = (verdict.replaced or {}).get("content_hash")
+        if not old or old == content_hash:
+            return
+        copies = [u for u in self._dropped.holding(old) if u != url]
+        if not copies or self.deduplicator.index.lookup("content_hash", old):
+            return
+        for copy in copies:
+            self._decide_from_log(copy)
+
+    def _decide_from_log(self, url: str) -> None:
+        """Decide again the dropped page ``url`` from its drop line (:meth:`_text_left`). Kept: its record is
+        added, the log gets a ``kept`` event and IndexPipeline its document (not this crawl's feed: no response
+        made it). Dropped (an exact copy of another page of the same text, kept just before): a new drop line
+        names that page. A failure leaves it as it was, for its next fetch to decide."""
+        body = (self._dropped.get(url) or (None, None))[0]
+        try:
+            item, source = self._dropped.logged(url)
+            page = page_from_source(source, self.config)
+            features = self.deduplicator.features(page)
+            verdict = self.deduplicator.process(page, features=features, body=body,
+                                                fetched_at=epoch_seconds(item.get("fetched_at")))
+        except Exception:
+            logger.warning("Could not decide %s again from its drop line; its next fetch will", url, exc_info=True,
+                           extra=self._extra)
+            return
+        self._inc("dedup/redecided_from_log")
+        if not verdict.kept:
+            self._log_drop(url, verdict, item, page, body, features.content_hash)
+            return
+        self._dropped.pop(url)
+        self._dropped_log.event(KEPT, url, status=verdict.status)
+        logger.info("%s, dropped before, is kept now (%s): no kept page held its text any more", url,
+                    verdict.status, extra=self._extra)
+        if self.crawler is not None:
+            doc = {"url": url, "title": page.title, "text": page.text,
+                   "fetched_at": epoch_seconds(item.get("fetched_at")), "dedup": verdict.to_dict()}
+            self.crawler.signals.send_catch_log(index_document, doc=doc)
 
     def _spool(self, adapter: ItemAdapter, page: Page | None, exc: BaseException) -> Any:
         """Keep an undecided item in the spool, stop the crawl, and drop the item for now."""
@@ -486,6 +539,7 @@ class IndexPipeline(_PipelineBase):
         crawler.signals.connect(pipeline.flush, signal=flush_index)
         crawler.signals.connect(pipeline.remove, signal=remove_document)
         crawler.signals.connect(pipeline.regroup, signal=regroup_document)
+        crawler.signals.connect(pipeline.store, signal=index_document)
         return pipeline
 
     def open_spider(self, spider: Spider | None = None) -> None:
@@ -511,6 +565,21 @@ class IndexPipeline(_PipelineBase):
         if self.search is not None:
             self.search.remove(url)
             self._inc("dedup/index/removed")
+
+    def store(self, doc: dict[str, Any], **_: Any) -> None:
+        """Store ``doc``, a page DedupPipeline kept without an item (decided again from its drop line)."""
+        if self.search is None:
+            return
+        try:
+            self.search.add(doc)
+        except Exception as exc:  # its record is in the dedup index: a later fetch of it puts it here
+            logger.warning("Search index %s failed to add %s: %s", self.index_uri, doc.get("url"), exc,
+                           extra=self._extra)
+            self._inc("dedup/index/errors")
+            return
+        finally:
+            self._sent()
+        self._inc("dedup/index/added")
 
     def regroup(self, url: str, dedup: dict[str, Any], **_: Any) -> None:
         """``url``'s document gets ``dedup`` over its verdict: its group is kept for it now."""

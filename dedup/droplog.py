@@ -422,17 +422,19 @@ class DropLogWriter:
         self._file.flush()
 
     def write(self, verdict: dict[str, Any], item: dict[str, Any], page: Page | None = None,
-              omit: Iterable[str] = (), *, body: str | None = None, content_hash: str | None = None) -> None:
-        """Log a dropped page (see :func:`drop_line`), flushed at once."""
-        self._line(_drop_line(verdict, item, page, self.index, omit, body, content_hash))
+              omit: Iterable[str] = (), *, body: str | None = None, content_hash: str | None = None) -> int:
+        """Log a dropped page (see :func:`drop_line`), flushed at once. Returns the byte offset of its line."""
+        return self._line(_drop_line(verdict, item, page, self.index, omit, body, content_hash))
 
     def event(self, kind: str, url: str, **fields: Any) -> None:
         """Append an event line about ``url`` (``seen``, ``kept``: see the module docstring)."""
         self._line({"event": kind, "url": url, "time": iso_now(), **fields})
 
-    def _line(self, obj: dict[str, Any]) -> None:
+    def _line(self, obj: dict[str, Any]) -> int:
+        offset = self._file.tell()
         self._file.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
         self._file.flush()
+        return offset
 
     def sync(self) -> None:
         """Flush and fsync (a checkpoint that must survive a power cut)."""

@@ -547,7 +547,9 @@ def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_p
 
     assert crawl((mirror, story), (article, story)) == {mirror: "unique", article: "dropped"}
     day2 = crawl((mirror, story + edit * 3), (article, story))
-    assert day2[article] in ("duplicate", "near_duplicate"), day2
+    assert day2[article] == "refetched", day2  # decided again from its drop line when the mirror changed
+    with open_index(uri) as index:
+        assert index.by_url(article).status in ("duplicate", "near_duplicate")
     assert crawl((article, story), (mirror, story)) == {article: "refetched", mirror: "dropped"}
     with open_index(uri) as index:
         kept = index.by_url(article)
@@ -633,3 +635,38 @@ def test_a_restored_page_decided_again_with_new_text_leaves_the_restored_state(t
     entry = read_log(log).get(copy)
     assert entry.state == "kept", entry
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("backend", ["local", "es_emulated"])
+def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_drop_line(tmp_path, request,
+                                                                                         backend):
+    """helper-23: b and c dropped as exact copies of a; next crawl fetched b and c first (seen: a still held
+    their text), then a with other text. Their text was in no index until they were fetched again. When a's
+    older text leaves the index, its dropped copies are decided again from their drop lines: b kept (a
+    ``kept`` event, its search document), c dropped again as b's copy (a new drop line naming b)."""
+    from dedup.droplog import read_log
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
+             "and its owner plans weekend classes for residents who want to learn. ") * 3
+    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    a, b, c = "http://a.example/line", "http://b.example/line", "http://c.example/line"
+    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
+           else f"{request.getfixturevalue('es_url')}/orphans-{tmp_path.name.lower()}")
+    log = tmp_path / "dropped.jsonl"
+    first, _ = pipelines_crawl(uri, log, *((u, page.format("Line to close", story)) for u in (a, b, c)))
+    assert (first[b], first[c]) == ("dropped", "dropped")
+    second, stats = pipelines_crawl(uri, log, (b, page.format("Line to close", story)),
+                                    (c, page.format("Line to close", story)), (a, page.format("Bakery prize", other)))
+    assert second[b] == second[c] == "refetched" and second[a]["replaced"]  # seen, still held; then a changed
+    assert stats["dedup/redecided_from_log"] == 2
+    entries = {e.url: (e.state, e.duplicate_of) for e in read_log(log).entries}
+    assert entries[b][0] == "kept" and entries[c] == ("dropped", b), entries
+    with open_index(uri) as index:
+        assert index.by_url(b).status == "unique" and index.by_url(c) is None
+    with open_search(uri, readonly=True) as search:
+        assert "regional line" in search.get(b)["text"] and search.get(b)["dedup"]["status"] == "unique"
+    third, _ = pipelines_crawl(uri, log, *((u, page.format("Line to close", story)) for u in (b, c)))
+    assert third == {b: "refetched", c: "refetched"}  # settled: b recorded, c seen (held by b)
+    assert [e.seen for e in read_log(log).entries if e.url == c] == [1]

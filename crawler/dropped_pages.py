@@ -1,0 +1,70 @@
+"""The pages a crawl's dropped log holds as dropped, as :class:`~crawler.pipelines.DedupPipeline` knows them.
+
+For each dropped URL: the key of the bytes it was dropped for (the same page fetched again is known before
+parsing), the content hash of its text (the text a kept page must hold), and where its drop line starts in
+the log (the page is rebuilt from that line when no kept page holds its text any more: :meth:`holding`,
+:meth:`logged`). Read from the log when the crawl opens it, kept up to date as the crawl drops and keeps.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from dedup.droplog import read_log
+from dedup.sources import Source
+
+__all__ = ["DroppedPages"]
+
+
+class DroppedPages:
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        #: url -> (body key, content hash, byte offset of its drop line)
+        self._pages: dict[str, tuple[str | None, str | None, int]] = {}
+        if self.path.is_file():
+            self._pages = {e.url: (e.body, e.content_hash, e.offset) for e in read_log(self.path).entries
+                           if e.state == "dropped"}
+        self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
+
+    def get(self, url: str | None) -> tuple[str | None, str | None] | None:
+        """``(body key, content hash)`` of ``url`` when the log holds it as dropped, else None."""
+        found = self._pages.get(url) if url else None
+        return None if found is None else found[:2]
+
+    def add(self, url: str, body: str | None, content_hash: str | None, offset: int) -> None:
+        self.pop(url)
+        self._pages[url] = (body, content_hash, offset)
+        if self._by_text is not None and content_hash:
+            self._by_text.setdefault(content_hash, set()).add(url)
+
+    def pop(self, url: str) -> None:
+        found = self._pages.pop(url, None)
+        if found is not None and self._by_text is not None and found[1]:
+            self._by_text.get(found[1], set()).discard(url)
+
+    def holding(self, content_hash: str) -> list[str]:
+        """The dropped URLs whose text has ``content_hash``, in the order they were dropped."""
+        if self._by_text is None:
+            self._by_text = {}
+            for url, (_, text, _) in self._pages.items():
+                if text:
+                    self._by_text.setdefault(text, set()).add(url)
+        urls = self._by_text.get(content_hash, ())
+        return sorted(urls, key=lambda u: self._pages[u][2])
+
+    def logged(self, url: str) -> tuple[dict[str, Any], Source]:
+        """The item ``url`` was dropped as, and its page as a source to rebuild it from: read from its drop line."""
+        with open(self.path, "rb") as f:
+            f.seek(self._pages[url][2])
+            line: dict[str, Any] = json.loads(f.readline())
+        item = {**(line.get("item") if isinstance(line.get("item"), dict) else {}), "url": url}
+        page = line.get("page") if isinstance(line.get("page"), dict) else None
+        return item, Source.from_logged(item, page)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._pages)
+
+    def __len__(self) -> int:
+        return len(self._pages)
