@@ -149,6 +149,9 @@ class _PipelineBase:
     def _extra(self) -> dict[str, Any]:
         return {"spider": self.crawler.spider if self.crawler is not None else None}
 
+    def _spider_name(self) -> str | None:
+        return getattr(getattr(self.crawler, "spider", None), "name", None)
+
 
 #: DedupPipeline._unchanged's answer for a dropped page whose text's holder is known only in its turn
 _IN_TURN = object()
@@ -471,7 +474,7 @@ class DedupPipeline(_PipelineBase):
             stop_crawl(self.crawler, "dedup_index_unavailable")
         item = adapter.asdict()
         item.pop("dedup", None)
-        self.spool.add("dedup", item, str(self.unavailable), page)
+        self.spool.add("dedup", item, str(self.unavailable), page, spider=self._spider_name())
         self._inc("dedup/spooled")
         raise DropItem(f"{adapter.get('url')}: spooled to {self.spool.path} (dedup index unavailable)",
                        log_level="WARNING")
@@ -617,7 +620,7 @@ class IndexPipeline(_PipelineBase):
 
         docs = getattr(exc, "docs", None) or []
         for doc in docs:
-            self.spool.add("index", doc, str(exc))
+            self.spool.add("index", doc, str(exc), spider=self._spider_name())
         self._inc("dedup/index/errors", len(docs))
         self._inc("dedup/spooled", len(docs))
         logger.error("Search index %s did not store %d document(s) (%s); they are in %s and the next crawl "

@@ -7,9 +7,11 @@ to ``DEDUP_SPOOL`` instead of losing it, and the crawl stops with reason
 ``dedup_index_unavailable``.  :class:`SpoolMiddleware` hands the spooled items back at the start
 of the next crawl, before any request, through the spider-middleware ``process_start`` hook, so
 they go through every pipeline and feed like freshly scraped items.  The file is renamed to
-``<spool>.replaying`` while its items are replayed and deleted when that crawl finishes
-normally; a replay that is itself interrupted is replayed again (the dedup index recognises a
-page it already recorded, see ``DedupPipeline``).
+``<spool>.replaying.<pid>`` while its items are replayed (each crawl claims whole files by a rename,
+so crawls sharing a spool never replay one entry twice, and an entry goes to a crawl of the spider that
+spooled it) and deleted when that crawl finishes normally; a replay that is itself interrupted is
+replayed again by the next crawl (the dedup index recognises a page it already recorded, see
+``DedupPipeline``).
 """
 from __future__ import annotations
 
@@ -42,13 +44,17 @@ class Spool:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        self.replaying = self.path.with_name(self.path.name + ".replaying")
+        # this process's replay: several crawls may share one spool (one project folder), each claims whole files
+        self.replaying = self.path.with_name(f"{self.path.name}.replaying.{os.getpid()}")
         self.added = 0
         self._keep = False  # an unreadable line was left in the replaying file
 
-    def add(self, stage: str, item: dict[str, Any], error: str, page: Page | None = None) -> None:
+    def add(self, stage: str, item: dict[str, Any], error: str, page: Page | None = None, *,
+            spider: str | None = None) -> None:
         entry = {"stage": stage, "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
                  "error": error, "item": {k: v for k, v in item.items() if k != "page"}}
+        if spider:
+            entry["spider"] = spider
         if page is not None:
             entry["page"] = dataclasses.asdict(page)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,30 +64,70 @@ class Spool:
             os.fsync(f.fileno())
         self.added += 1
 
-    def take(self) -> Iterator[dict[str, Any]]:
-        """The spooled items to replay: a previous unfinished replay's, then the spool's."""
-        if self.path.exists():
-            with self.replaying.open("a", encoding="utf-8") as out:
-                out.write(self.path.read_text(encoding="utf-8"))
-                out.flush()
-                os.fsync(out.fileno())
-            self.path.unlink()
+    def take(self, spider: str | None = None) -> Iterator[dict[str, Any]]:
+        """The spooled items to replay: the spool's, and those of replays left unfinished by crawls that are gone.
+        Each file is claimed by a rename, so two crawls starting at once never replay the same entry (helper-24:
+        both replayed all of it, and logged drops twice). An entry another spider spooled (``spider``) goes back
+        to the spool for that spider's next crawl, rather than into this crawl's feed."""
+        self._claim()
         if not self.replaying.exists():
             return
+        others = []
         for n, line in enumerate(self.replaying.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
+                if spider and entry.get("spider") not in (None, spider):
+                    others.append(line)
+                    continue
                 yield _item(entry)
             except (ValueError, KeyError, TypeError) as exc:
                 log.error("Spool %s line %d is not a spooled item (%s); left in the file", self.replaying, n, exc)
                 self._keep = True
+        if others:
+            _append(self.path, "".join(line + "\n" for line in others))
+            log.info("%d spooled items of other spiders left in %s for them", len(others), self.path)
+
+    def _claim(self) -> None:
+        """Move the spool and every replay file of a process that is gone into this process's replay file."""
+        left = [p for p in self.path.parent.glob(self.path.name + ".replaying*")
+                if p != self.replaying and not p.name.endswith(".part") and not _running(p)]
+        for source in [self.path, *left]:
+            part = self.replaying.with_name(self.replaying.name + ".part")
+            try:
+                os.rename(source, part)  # atomic: another crawl claiming the same file gets FileNotFoundError
+            except FileNotFoundError:
+                continue
+            _append(self.replaying, part.read_text(encoding="utf-8"))
+            part.unlink()
 
     def done(self) -> None:
         """The replay finished: forget the replayed entries (kept if a line was unreadable)."""
         if self.replaying.exists() and not self._keep:
             self.replaying.unlink()
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _running(path: Path) -> bool:
+    """Whether the replay file ``path`` is a running process's (``<spool>.replaying.<pid>``); one named
+    ``<spool>.replaying`` (an earlier version's) is nobody's."""
+    pid = path.name.rsplit(".", 1)[-1]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _item(entry: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +163,8 @@ class SpoolMiddleware:
         return mw
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        for item in self.spool.take():
+        spider = getattr(getattr(self.crawler, "spider", None), "name", None)
+        for item in self.spool.take(spider):
             if self.replayed == 0:
                 log.warning("Replaying items spooled by an earlier crawl from %s", self.spool.path)
             self.replayed += 1
