@@ -16,7 +16,7 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   the generated news site of ``benchmarks/bench_crawl.py``: 4.8 KB a line for pages of 40 KB of HTML).
   The crawl adds ``body``, the key of the bytes it dropped, and ``content_hash``, the key of their main
   text, when the verdict does not hold it already (``verdict.scores.content_hash``, the ``content_hash``
-  rule's): by these the same page fetched again is known (:func:`dropped_keys`).
+  rule's): by these the same page fetched again is known (a crawl's ``crawler.dropped_pages``).
 * an **event** line appended by ``dedup dropped restore``:
   ``{"event": "restored", "url", "time", "record_id", "index"}``; by a crawl that fetched a dropped URL
   again: ``{"event": "seen", "url", "time"}`` (unchanged: dropped again without a second drop line) or
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
     "parse_time", "append_event", "append_events", "drop_line", "page_from_item", "iso_now", "STATES", "RESTORED",
-    "DropLogWriter", "index_identity", "dropped_keys", "SEEN", "KEPT",
+    "DropLogWriter", "index_identity", "dropped_holders", "SEEN", "KEPT",
 ]
 
 STATES = ("dropped", "restored", "kept")
@@ -380,14 +380,12 @@ def _drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None,
     return line
 
 
-def dropped_keys(path: str | os.PathLike) -> dict[str, tuple[str | None, str | None]]:
-    """``url -> (body key, content hash)`` of every URL the log at ``path`` holds as dropped (not restored,
-    not kept since; :func:`read_log`'s entries): what a crawl knows a dropped page fetched again by. A line
-    of an older log has no body key, and its content hash only when it was dropped by the content hash.
-    No log: empty."""
+def dropped_holders(path: str | os.PathLike) -> dict[str, tuple[str | None, str | None]]:
+    """``url -> (content hash, the page it was matched with)`` of every URL the log at ``path`` holds as dropped:
+    what a reindex update checks a dropped document's holder by. No log: empty."""
     if not Path(path).is_file():
         return {}
-    return {e.url: (e.body, e.content_hash) for e in read_log(path).entries if e.state == "dropped"}
+    return {e.url: (e.content_hash, e.nearest) for e in read_log(path).entries if e.state == "dropped"}
 
 
 class DropLogWriter:

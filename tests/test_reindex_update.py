@@ -315,7 +315,7 @@ def test_an_update_decides_again_a_copy_whose_kept_page_changed(es_url, tmp_path
     """helper-22: a kept page that had dropped exact copies got new text; ``--update`` skipped the unchanged
     copies, so their text was in no destination document though still in the source (and ``--check`` said
     in step). A crawl decides such a page again; so does an update now: the oldest copy is kept (a ``kept``
-    event); the next one's text is held again, by that copy, and it stays dropped."""
+    event); the next one's text is held again, by that copy, and it is dropped again naming it."""
     from elasticsearch import Elasticsearch
 
     from dedup.droplog import read_log
@@ -350,9 +350,14 @@ def test_an_update_decides_again_a_copy_whose_kept_page_changed(es_url, tmp_path
         assert kept["http://b.example/bakery"] != "exact_duplicate", kept
         log = {e.url: (e.state, e.duplicate_of) for e in read_log(tmp_path / "dropped.jsonl").entries}
         assert log["http://b.example/bakery"][0] == "kept", log
-        # the third copy stays dropped, unread: its text is b's now, a page of a's group (b names a)
+        # the third copy stays dropped, its text b's now, a page of a's group (b names a); decided again, as a
+        # crawl does, since a no longer holds it: its drop line names b as the page matched (helper-24: it named
+        # a, which `explain` compared it with)
         assert log["http://c.example/bakery"] == ("dropped", "http://a.example/bakery"), log
-        assert len(read_jsonl(tmp_path / "dropped.jsonl")) == 3  # two drop lines and b's kept event
+        assert read_log(tmp_path / "dropped.jsonl").get("http://c.example/bakery").nearest == "http://b.example/bakery"
+        assert len(read_jsonl(tmp_path / "dropped.jsonl")) == 4  # three drop lines and b's kept event
+        assert main(args + ["--update"]) == 0  # settled: nothing decided again
+        assert len(read_jsonl(tmp_path / "dropped.jsonl")) == 4
         assert main(args + ["--check"]) == 0
     finally:
         for index in (name, f"{name}-v2", f"{name}-v2-dedup"):

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import drop_line, dropped_keys
+from dedup.droplog import drop_line, dropped_holders
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
 from dedup.sources import LazyFeaturizer, body_key
@@ -362,13 +362,20 @@ class Reindex(Inspection):
         dropped: dict[str, tuple[str | None, str | None]] = {}
 
         def holder_gone(url: str) -> bool:
-            """Whether no kept page holds the text the document at ``url`` was dropped for any more (its
-            holder changed since, or went): then it is decided again, as a crawl does a dropped page fetched
-            again. Unknown (a drop line without that text's key): False."""
+            """Whether the page the document at ``url`` was dropped as a copy of (its drop line's ``nearest``)
+            holds its text no more (it changed since, or went): then it is decided again, as a crawl decides
+            such a page again, kept if no kept page holds the text, else dropped naming the one that does
+            (helper-24: its drop line kept naming the changed page, which ``explain`` compared it with).
+            Unknown (a drop line without that text's key): False."""
             if not dropped:
-                dropped.update(dropped_keys(self.dropped_log) or {"": (None, None)})
-            text = dropped.get(url, (None, None))[1]
-            return bool(text) and not local.lookup("content_hash", text)
+                dropped.update(dropped_holders(self.dropped_log) or {"": (None, None)})
+            text, holder = dropped.get(url, (None, None))
+            if not text:
+                return False
+            if not local.lookup("content_hash", text):
+                return True
+            record = local.by_url(holder) if holder else None
+            return bool(holder) and (record is None or record.content_hash != text)
 
         def logged_source(sid: str) -> str | None:
             """The source key of the ``_source`` in ``sid``'s latest drop line (read once, when first asked)."""
