@@ -939,3 +939,21 @@ def test_a_writer_opening_a_log_with_a_torn_last_line_starts_on_a_new_line(tmp_p
     caplog.clear()
     DropLogWriter(path).close()  # a log that ends its last line: nothing written, nothing said
     assert path.read_text(encoding="utf-8").count("\n") == 3 and not caplog.text
+
+
+@CRAWL
+def test_show_and_explain_suggest_another_spelling_of_a_crawled_url(first, capsys):
+    """helper-23: a site's root without its ``/`` (the same URL), an upper-case scheme or host, a trailing
+    slash: ``show`` said "not in the dropped log nor kept" with no suggestion for the root, ``explain`` never
+    suggested anything. Both name the spelling that was crawled."""
+    uri = f"local://{first.index}"
+    from urllib.parse import urlsplit
+
+    root = next(i["url"] for i in first.items if urlsplit(i["url"]).path == "/")
+    dropped = first.dropped[0]["url"]
+    for asked, meant in ((root.rstrip("/"), root), (dropped.replace("http://", "HTTP://"), dropped),
+                         (dropped + "/", dropped)):
+        code, _, err = dedup(capsys, "dropped", "show", asked, *args(first.dropped_log, uri))
+        assert code == 2 and f"did you mean: {meant}" in err, err
+        code, _, err = dedup(capsys, "explain", asked, "--index", uri, "--log", str(first.dropped_log))
+        assert code == 2 and f"did you mean: {meant}" in err, err

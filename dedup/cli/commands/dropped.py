@@ -227,7 +227,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         kept = _kept(uri, args.url)
         if kept is not None:
             return _show_kept(args, uri, kept)
-        near = _like(args.url, [e.url for e in log.entries])
+        near = [u for u in spellings(args.url) if log.get(u) is not None or _kept(uri, u) is not None]
+        near += [u for u in _like(args.url, [e.url for e in log.entries]) if u not in near]
         hint = ("; did you mean: " + ", ".join(near)) if near else ""
         print(f"dedup: error: {args.url} is not in the dropped log {log.path} nor kept in {uri}{hint}",
               file=sys.stderr)
@@ -289,6 +290,28 @@ def _like(url: str, urls: list[str]) -> list[str]:
 
     same = [u for u in urls if bare(u) == bare(url)]
     return same[:5] or difflib.get_close_matches(url, urls, n=3, cutoff=0.95)
+
+
+def spellings(url: str) -> list[str]:
+    """Other spellings of ``url`` that name the same page or that a user may mean: the scheme and host in lower
+    case, no fragment, the path's trailing slash added or left out (a site's root without its ``/``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return []
+    if not parts.scheme or not parts.netloc:
+        return []
+    path = parts.path or "/"
+    paths = [path, path.rstrip("/") or "/", path if path.endswith("/") else path + "/"]
+    out = []
+    for p in paths:
+        for spelt in (urlunsplit((parts.scheme.lower(), parts.netloc.lower(), p, parts.query, "")),
+                      urlunsplit((parts.scheme.lower(), parts.netloc.lower(), "" if p == "/" else p, parts.query, ""))):
+            if spelt != url and spelt not in out:
+                out.append(spelt)
+    return out
 
 
 def _kept(uri: str, url: str) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from index import open_search
 
 from . import DEFAULT_INDEX, dropped_log, index_uri, require_index, rounded
+from .dropped import spellings
 from . import cut as _cut
 
 __all__ = ["register", "resolve_page"]
@@ -87,7 +88,9 @@ def resolve_page(ref: str, sources: _Sources) -> tuple[Any, dict[str, Any], str]
     where = [f"index {sources.uri}" + (f" ({sources._search_error})" if sources._search_error else "")]
     if sources.log_path is not None:
         where.append(f"dropped log {sources.log_path}" + ("" if sources.log_path.is_file() else " (missing)"))
-    raise ValueError(f"{ref!r} is not a file and was not found in the {' nor the '.join(where)}")
+    near = [u for u in spellings(ref) if sources.drop_line(u) is not None or (search is not None and search.get(u))]
+    hint = ("; did you mean: " + ", ".join(near)) if near else ""
+    raise ValueError(f"{ref!r} is not a file and was not found in the {' nor the '.join(where)}{hint}")
 
 
 def _tables(args: argparse.Namespace, sources: _Sources):
