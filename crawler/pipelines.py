@@ -44,7 +44,7 @@ from .bodies import FetchedHTML
 from .config import is_enabled, settings_of
 from .dropped_pages import DroppedPages
 from .items import TRANSIENT, note, notes_of
-from .spool import REPLAY_KEY, Spool
+from .spool import REPLAY_KEY, Spool, owner as spool_owner
 
 __all__ = ["DedupPipeline", "IndexPipeline", "DuplicateDropped", "item_source", "index_buffered", "flush_index",
            "index_flushed", "remove_document", "regroup_document", "index_document"]
@@ -148,9 +148,6 @@ class _PipelineBase:
     @property
     def _extra(self) -> dict[str, Any]:
         return {"spider": self.crawler.spider if self.crawler is not None else None}
-
-    def _spider_name(self) -> str | None:
-        return getattr(getattr(self.crawler, "spider", None), "name", None)
 
 
 #: DedupPipeline._unchanged's answer for a dropped page whose text's holder is known only in its turn
@@ -328,7 +325,7 @@ class DedupPipeline(_PipelineBase):
                     named, url, extra=self._extra)
         if self.crawler is not None:
             self.crawler.signals.send_catch_log(regroup_document, url=named, dedup={
-                "status": "unique", "duplicate_of": None, "regrouped_from": url})
+                "status": "unique", "duplicate_of": None, "rule": "regrouped", "regrouped_from": url})
 
     def _seen_dropped(self, url: str) -> None:
         """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
@@ -474,7 +471,7 @@ class DedupPipeline(_PipelineBase):
             stop_crawl(self.crawler, "dedup_index_unavailable")
         item = adapter.asdict()
         item.pop("dedup", None)
-        self.spool.add("dedup", item, str(self.unavailable), page, spider=self._spider_name())
+        self.spool.add("dedup", item, str(self.unavailable), page, spider=spool_owner(self.crawler))
         self._inc("dedup/spooled")
         raise DropItem(f"{adapter.get('url')}: spooled to {self.spool.path} (dedup index unavailable)",
                        log_level="WARNING")
@@ -620,7 +617,7 @@ class IndexPipeline(_PipelineBase):
 
         docs = getattr(exc, "docs", None) or []
         for doc in docs:
-            self.spool.add("index", doc, str(exc), spider=self._spider_name())
+            self.spool.add("index", doc, str(exc), spider=spool_owner(self.crawler))
         self._inc("dedup/index/errors", len(docs))
         self._inc("dedup/spooled", len(docs))
         logger.error("Search index %s did not store %d document(s) (%s); they are in %s and the next crawl "

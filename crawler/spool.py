@@ -31,7 +31,7 @@ from dedup.page import Page
 
 from .config import is_enabled, settings_of
 
-__all__ = ["Spool", "SpoolMiddleware", "REPLAY_KEY"]
+__all__ = ["Spool", "SpoolMiddleware", "REPLAY_KEY", "owner"]
 
 log = logging.getLogger(__name__)
 
@@ -67,27 +67,29 @@ class Spool:
     def take(self, spider: str | None = None) -> Iterator[dict[str, Any]]:
         """The spooled items to replay: the spool's, and those of replays left unfinished by crawls that are gone.
         Each file is claimed by a rename, so two crawls starting at once never replay the same entry (helper-24:
-        both replayed all of it, and logged drops twice). An entry another spider spooled (``spider``) goes back
-        to the spool for that spider's next crawl, rather than into this crawl's feed."""
+        both replayed all of it, and logged drops twice). An entry another crawl spooled (``spider``: its
+        :func:`owner`) goes back to the spool for that crawl's next run, rather than into this crawl's feed."""
         self._claim()
         if not self.replaying.exists():
             return
-        others = []
-        for n, line in enumerate(self.replaying.read_text(encoding="utf-8").splitlines(), 1):
+        lines = self.replaying.read_text(encoding="utf-8").splitlines()
+        others = [line for line in lines if line.strip() and not _replays(spider, _owner_of(line))]
+        if others:  # back to the spool for their crawl, and out of this replay before any is replayed
+            _append(self.path, "".join(line + "\n" for line in others))
+            moved = set(others)
+            lines = [line for line in lines if line not in moved]
+            part = self.replaying.with_name(self.replaying.name + ".part")
+            part.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            os.replace(part, self.replaying)
+            log.info("%d spooled items of other crawls left in %s for them", len(others), self.path)
+        for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
-                if spider and entry.get("spider") not in (None, spider):
-                    others.append(line)
-                    continue
-                yield _item(entry)
+                yield _item(json.loads(line))
             except (ValueError, KeyError, TypeError) as exc:
                 log.error("Spool %s line %d is not a spooled item (%s); left in the file", self.replaying, n, exc)
                 self._keep = True
-        if others:
-            _append(self.path, "".join(line + "\n" for line in others))
-            log.info("%d spooled items of other spiders left in %s for them", len(others), self.path)
 
     def _claim(self) -> None:
         """Move the spool and every replay file of a process that is gone into this process's replay file."""
@@ -106,6 +108,32 @@ class Spool:
         """The replay finished: forget the replayed entries (kept if a line was unreadable)."""
         if self.replaying.exists() and not self._keep:
             self.replaying.unlink()
+
+
+def owner(crawler: Crawler | None) -> str | None:
+    """Whose spooled entries a crawl replays: its spider's name, and its ``JOBDIR`` when it has one (two crawls
+    of one spider sharing a folder, each with its own JOBDIR, replay their own)."""
+    name = getattr(getattr(crawler, "spider", None), "name", None)
+    jobdir = crawler.settings.get("JOBDIR") if crawler is not None and crawler.settings is not None else None
+    return f"{name}@{os.path.abspath(jobdir)}" if name and jobdir else name
+
+
+def _owner_of(line: str) -> Any:
+    try:
+        return json.loads(line).get("spider")
+    except (ValueError, AttributeError):
+        return None  # an unreadable line stays in this replay, which reports it
+
+
+def _replays(crawl: str | None, spooled: Any) -> bool:
+    """Whether a crawl of :func:`owner` ``crawl`` replays an entry ``spooled`` by ``spooled``: one of no owner
+    (an earlier version's), else one of its spider, spooled by a crawl of its JOBDIR or of none (a crawl
+    without JOBDIR leaves a JOBDIR's entries to that JOBDIR's next run)."""
+    if not crawl or not isinstance(spooled, str):
+        return True
+    name, _, jobdir = crawl.partition("@")
+    their_name, _, their_jobdir = spooled.partition("@")
+    return name == their_name and their_jobdir in ("", jobdir)
 
 
 def _append(path: Path, text: str) -> None:
@@ -163,8 +191,7 @@ class SpoolMiddleware:
         return mw
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        spider = getattr(getattr(self.crawler, "spider", None), "name", None)
-        for item in self.spool.take(spider):
+        for item in self.spool.take(owner(self.crawler)):
             if self.replayed == 0:
                 log.warning("Replaying items spooled by an earlier crawl from %s", self.spool.path)
             self.replayed += 1

@@ -556,7 +556,8 @@ def test_a_kept_page_put_back_after_an_edit_leaves_its_copy_as_the_groups_kept_p
         assert index.by_url(mirror) is None and (kept.status, kept.duplicate_of) == ("unique", None)
     with open_search(uri, readonly=True) as search:
         doc = search.get(article)
-        assert (doc["dedup"]["status"], doc["dedup"]["duplicate_of"]) == ("unique", None), doc["dedup"]
+        assert (doc["dedup"]["status"], doc["dedup"]["duplicate_of"], doc["dedup"]["rule"]) == (
+            "unique", None, "regrouped"), doc["dedup"]
         assert search.get(mirror) is None
     last = read_log(log).entries
     assert {e.url: (e.state, e.duplicate_of) for e in last}[mirror] == ("dropped", article)

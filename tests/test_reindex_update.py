@@ -445,7 +445,8 @@ def test_an_update_never_leaves_two_documents_naming_each_other(es_url, tmp_path
         assert (a["status"], a["duplicate_of"], a["rule"]) == ("unique", None, "group_root"), a
         assert b["duplicate_of"] == "http://a.example/"
         assert "http://c.example/" not in docs_now  # put back as d's text: dropped, d its group's kept page
-        assert (d["status"], d["duplicate_of"], d["regrouped_from"]) == ("unique", None, "http://c.example/"), d
+        assert (d["status"], d["duplicate_of"], d["rule"], d["regrouped_from"]) == (
+            "unique", None, "regrouped", "http://c.example/"), d
         with open_index(dest) as index:
             record = index.by_url("http://d.example/")
             assert (record.status, record.duplicate_of) == ("unique", None) and index.by_url("http://c.example/") is None

@@ -41,3 +41,17 @@ def test_a_replay_left_by_a_crawl_that_is_gone_is_replayed(tmp_path):
     assert urls(mine.take("a")) == ["http://a/1", "http://a/2"]
     mine.done()
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"spool.jsonl.replaying.{os.getppid()}"]
+
+
+def test_an_entry_goes_to_a_crawl_of_its_spider_and_jobdir(tmp_path):
+    """Two crawls of one spider in one folder, each with its own JOBDIR (helper-24: one crawl's pages went to
+    the other's feed): each replays its own; a crawl without JOBDIR leaves a JOBDIR's entries to it."""
+    path = tmp_path / "spool.jsonl"
+    path.write_text(entry("http://a/1", "pages@/jobs/a") + entry("http://b/1", "pages@/jobs/b")
+                    + entry("http://c/1", "pages") + entry("http://d/1", "other"), encoding="utf-8")
+    spool = Spool(path)
+    assert urls(spool.take("pages@/jobs/a")) == ["http://a/1", "http://c/1"]
+    spool.done()
+    assert urls(Spool(path).take("pages")) == []  # b's JOBDIR entry and the other spider's stay spooled
+    assert urls(Spool(path).take("pages@/jobs/b")) == ["http://b/1"]
+    assert urls(Spool(path).take("other")) == ["http://d/1"]

@@ -274,7 +274,7 @@ class Sink:
         # a document put back as an exact copy of its own copy: that copy's document and record say it is its
         # group's kept page now (Reindex._regroup)
         docs += [{"_op_type": "update", "_index": self.name, "_id": g["sid"], "doc": {"dedup": {
-            "status": "unique", "duplicate_of": None, "regrouped_from": g["from"]}}} for g in groups]
+            "status": "unique", "duplicate_of": None, "rule": "regrouped", "regrouped_from": g["from"]}}} for g in groups]
         regrouped = [g["_record"] for g in groups if g.get("_record") is not None]
         kept_records = [(sid, r) for sid, _, r, _ in kept if r is not None]
         sliced = self.job.slices > 1

@@ -346,7 +346,7 @@ def _show_kept(args: argparse.Namespace, uri: str, doc: dict[str, Any], dropped_
     if dropped_before is not None:
         e = dropped_before
         print(f"before     dropped {_time(e.time)} UTC as {e.status} of {e.duplicate_of or '-'} by rule {e.rule} "
-              f"(log line {e.line}); kept when fetched again with other text")
+              f"(log line {e.line}); kept since, decided again when its text changed or the page it copied did")
     if reason(v):
         print(f"why        {reason(v)}")
     if v.get("thresholds") and v.get("duplicate_of"):
