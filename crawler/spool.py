@@ -81,7 +81,8 @@ class Spool:
             part = self.replaying.with_name(self.replaying.name + ".part")
             part.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             os.replace(part, self.replaying)
-            log.info("%d spooled items of other crawls left in %s for them", len(others), self.path)
+            log.warning("%d spooled items of other crawls (another spider, or another JOBDIR that is still there) "
+                        "are left in %s for them", len(others), self.path)
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -126,14 +127,14 @@ def _owner_of(line: str) -> Any:
 
 
 def _replays(crawl: str | None, spooled: Any) -> bool:
-    """Whether a crawl of :func:`owner` ``crawl`` replays an entry ``spooled`` by ``spooled``: one of no owner
-    (an earlier version's), else one of its spider, spooled by a crawl of its JOBDIR or of none (a crawl
-    without JOBDIR leaves a JOBDIR's entries to that JOBDIR's next run)."""
+    """Whether a crawl of :func:`owner` ``crawl`` replays an entry spooled by ``spooled``: one of no owner (an
+    earlier version's), else one of its spider, spooled by a crawl of its JOBDIR, of none, or of a JOBDIR that is
+    gone (a crawl leaves another JOBDIR's entries to that JOBDIR's next run while the folder is there)."""
     if not crawl or not isinstance(spooled, str):
         return True
     name, _, jobdir = crawl.partition("@")
     their_name, _, their_jobdir = spooled.partition("@")
-    return name == their_name and their_jobdir in ("", jobdir)
+    return name == their_name and (their_jobdir in ("", jobdir) or not os.path.isdir(their_jobdir))
 
 
 def _append(path: Path, text: str) -> None:

@@ -47,11 +47,15 @@ def test_an_entry_goes_to_a_crawl_of_its_spider_and_jobdir(tmp_path):
     """Two crawls of one spider in one folder, each with its own JOBDIR (helper-24: one crawl's pages went to
     the other's feed): each replays its own; a crawl without JOBDIR leaves a JOBDIR's entries to it."""
     path = tmp_path / "spool.jsonl"
-    path.write_text(entry("http://a/1", "pages@/jobs/a") + entry("http://b/1", "pages@/jobs/b")
-                    + entry("http://c/1", "pages") + entry("http://d/1", "other"), encoding="utf-8")
+    job_a, job_b = tmp_path / "job-a", tmp_path / "job-b"
+    job_a.mkdir(), job_b.mkdir()
+    path.write_text(entry("http://a/1", f"pages@{job_a}") + entry("http://b/1", f"pages@{job_b}")
+                    + entry("http://c/1", "pages") + entry("http://d/1", "other")
+                    + entry("http://e/1", f"pages@{tmp_path / 'gone'}"), encoding="utf-8")
     spool = Spool(path)
-    assert urls(spool.take("pages@/jobs/a")) == ["http://a/1", "http://c/1"]
+    # a JOBDIR that is gone will never be resumed: its entries go to any crawl of the spider
+    assert urls(spool.take(f"pages@{job_a}")) == ["http://a/1", "http://c/1", "http://e/1"]
     spool.done()
     assert urls(Spool(path).take("pages")) == []  # b's JOBDIR entry and the other spider's stay spooled
-    assert urls(Spool(path).take("pages@/jobs/b")) == ["http://b/1"]
+    assert urls(Spool(path).take(f"pages@{job_b}")) == ["http://b/1"]
     assert urls(Spool(path).take("other")) == ["http://d/1"]
