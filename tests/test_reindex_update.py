@@ -457,3 +457,39 @@ def test_an_update_never_leaves_two_documents_naming_each_other(es_url, tmp_path
         for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
             client.options(ignore_status=404).indices.delete(index=index)
         client.close()
+
+
+def test_check_lists_flagged_documents_naming_a_page_not_kept(es_url, tmp_path, capsys):
+    """helper-24: ``--check`` said "in step" while flagged documents named a page the update had dropped. It
+    lists them (exit 1): here b, flagged as a copy of a, after a became an exact copy of c (an update decides
+    b again only when b changes; a crawl fetching it decides it again at once)."""
+    from elasticsearch import Elasticsearch
+
+    name = f"updgroups-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "crawled": {"type": "date"}}})
+    flagged = BAKERY.replace("rye loaves on Saturdays", "spelt loaves on Sundays")
+
+    def put(key, html, day):
+        client.index(index=name, id=key, document={"url": f"http://{key}.example/", "html": html,
+                                                   "crawled": f"2024-01-0{day}T00:00:00Z"})
+
+    try:
+        put("a", article("Bakery hours", BAKERY), 1)
+        put("b", article("Bakery opens earlier", flagged), 2)
+        put("c", article("Choir seeks tenors", CHOIR), 3)
+        client.indices.refresh(index=name)
+        args = reindex_args(f"{es_url}/{name}", f"{es_url}/{name}-v2", tmp_path)
+        assert main(args) == 0 and main(args + ["--check"]) == 0
+        put("a", article("Choir seeks tenors", CHOIR), 1)  # a is c's exact copy now: dropped
+        client.indices.refresh(index=name)
+        assert main(args + ["--update"]) == 0
+        capsys.readouterr()
+        assert main(args + ["--check"]) == 1
+        out = capsys.readouterr().out
+        assert "in step" in out and "naming a page not kept: 1 (b)" in out and "GROUPS:" in out, out
+    finally:
+        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()

@@ -100,7 +100,7 @@ def _check(job, args: argparse.Namespace) -> int:
     report = job.check()
     if args.json:
         print(json.dumps(report, indent=1))
-        return 0 if report["ok"] else 1
+        return 0 if report["ok"] and report.get("groups_ok", True) else 1
     print(f"{report['destination']}: {report['decided']} decisions ({report['kept']} kept, {report['dropped']} "
           f"dropped, {report['unsent']} not yet written)")
     for key, ids in report.items():
@@ -109,7 +109,12 @@ def _check(job, args: argparse.Namespace) -> int:
     if report["ok"]:
         print("in step" + (f"; {report['unsent']} decisions not yet written: run the same reindex command "
                            "again to send them" if report["unsent"] else ""))
-        return 0
+        if report.get("groups_ok", True):
+            return 0
+        print("GROUPS: the flagged documents listed name a page that is not kept, or one itself flagged (their "
+              "verdicts were made before that page changed); `dedup dropped show`/`explain` on them compare with "
+              "what that page holds now")
+        return 1
     print("OUT OF STEP: the documents listed disagree with the decisions in the work folder (e.g. writes the "
           "server acknowledged and lost, or documents changed by hand). Nothing here repairs a destination: "
           "reindex SOURCE into a new destination (with its own --dropped-log and work folder) and point your "
