@@ -957,3 +957,17 @@ def test_show_and_explain_suggest_another_spelling_of_a_crawled_url(first, capsy
         assert code == 2 and f"did you mean: {meant}" in err, err
         code, _, err = dedup(capsys, "explain", asked, "--index", uri, "--log", str(first.dropped_log))
         assert code == 2 and f"did you mean: {meant}" in err, err
+
+
+@CRAWL
+def test_restoring_a_line_without_text_says_so(work, first, capsys):
+    """helper-23: a drop line whose item text was deleted by hand was restored with its title alone, and the
+    restore said nothing of it."""
+    log, uri, _ = work
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    url = lines[0]["url"]
+    lines[0]["item"].pop("text", None)
+    lines[0].pop("page", None)
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
+    assert code == 0 and f"{url} restored into {uri}" in out and "holds no text" in out, out + err

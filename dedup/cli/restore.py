@@ -162,5 +162,6 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
     append_event(log.path, {"event": RESTORED, "url": entry.url, "time": when, "record_id": record_id,
                             "index": target})
     entry.state, entry.restored_at, entry.restored_into = RESTORED, when, target
-    return RestoreResult(entry.url, "restored", f"{entry.url} restored into {target} (dedup record {record_id})",
-                         record_id, target)
+    empty = "" if page.text.strip() else "; its drop line holds no text (edited by hand?), so it has its title alone"
+    return RestoreResult(entry.url, "restored", f"{entry.url} restored into {target} (dedup record {record_id})"
+                         + empty, record_id, target)
