@@ -479,13 +479,18 @@ def test_check_lists_flagged_documents_naming_a_page_not_kept(es_url, tmp_path, 
         put("a", article("Bakery hours", BAKERY), 1)
         put("b", article("Bakery opens earlier", flagged), 2)
         put("c", article("Choir seeks tenors", CHOIR), 3)
+        put("d", article("Bakery hours", SENTENCE), 4)
         client.indices.refresh(index=name)
         args = reindex_args(f"{es_url}/{name}", f"{es_url}/{name}-v2", tmp_path)
         assert main(args) == 0 and main(args + ["--check"]) == 0
         put("a", article("Choir seeks tenors", CHOIR), 1)  # a is c's exact copy now: dropped
+        client.delete(index=name, id="d")  # gone from the source: it stays in the destination, and is said so
         client.indices.refresh(index=name)
-        assert main(args + ["--update"]) == 0
         capsys.readouterr()
+        assert main(args + ["--update"]) == 0
+        summary = capsys.readouterr().out
+        assert "update: 2 unchanged, 1 changed and decided again, 0 added, 1 decided before and no longer in the" \
+            in summary, summary
         assert main(args + ["--check"]) == 1
         out = capsys.readouterr().out
         assert "in step" in out and "naming a page not kept: 1 (b)" in out and "GROUPS:" in out, out

@@ -117,6 +117,9 @@ class ReindexReport:
     unchanged: int = 0
     updated: int = 0
     added: int = 0
+    #: an update not resumed: documents decided before that this run did not read (deleted from the source;
+    #: they stay in the destination)
+    gone: int = 0
     #: a slice: kept pages whose query features it handed to the final pass, and their JSON bytes;
     #: the final pass: kept documents decided from them
     handed_over: int = 0
@@ -254,6 +257,7 @@ class Reindex(Inspection):
             try:
                 if sink is not None:
                     report.resent = sink.resend()
+                whole = (state.get("pass") or 1) > 1 and state.get("search_after") is None  # an update from its start
                 self._loop(src, src_name, local, state, sink, report, total)
                 if sink is not None:
                     sink.flush(wait=True)
@@ -273,6 +277,8 @@ class Reindex(Inspection):
                     sink.close()
             processed, kept, flagged, statuses = state.counts()
             report.processed, report.kept, report.flagged, report.statuses = processed, kept, flagged, statuses
+            if whole:
+                report.gone = max(0, processed - report.unchanged - report.updated - report.added)
             if sink is not None:
                 report.handed_over, report.handover_bytes = sink.handed_over, sink.handover_bytes
             report.dropped, report.errors = processed - kept, statuses.get("error", 0)

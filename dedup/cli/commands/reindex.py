@@ -82,7 +82,8 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         print(f"  {status:<16} {n}")
     if report.unchanged or report.updated or report.added:
         print(f"update: {report.unchanged} unchanged, {report.updated} changed and decided again, "
-              f"{report.added} added")
+              f"{report.added} added" + (f", {report.gone} decided before and no longer in the source (left in "
+                                         "the destination, counted above)" if report.gone else ""))
     print(f"{report.requests} requests to Elasticsearch")
     if job.merging:
         print(f"final pass: {report.handed_over} decided from the query features the slices handed over, "
