@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dedup.droplog import read_log
 from dedup.sources import Source
@@ -20,13 +20,20 @@ __all__ = ["DroppedPages"]
 
 class DroppedPages:
     def __init__(self, path: str | os.PathLike) -> None:
+        """None yet (:meth:`read` reads the log at ``path``)."""
         self.path = Path(path)
         #: url -> (body key, content hash, byte offset of its drop line)
         self._pages: dict[str, tuple[str | None, str | None, int]] = {}
-        if self.path.is_file():
-            self._pages = {e.url: (e.body, e.content_hash, e.offset) for e in read_log(self.path).entries
-                           if e.state == "dropped"}
         self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> "DroppedPages":
+        """The pages the log at ``path`` holds as dropped (none when there is no log)."""
+        pages = cls(path)
+        if pages.path.is_file():
+            pages._pages = {e.url: (e.body, e.content_hash, e.offset) for e in read_log(pages.path).entries
+                            if e.state == "dropped"}
+        return pages
 
     def get(self, url: str | None) -> tuple[str | None, str | None] | None:
         """``(body key, content hash)`` of ``url`` when the log holds it as dropped, else None."""
@@ -62,9 +69,3 @@ class DroppedPages:
         item = {**(line.get("item") if isinstance(line.get("item"), dict) else {}), "url": url}
         page = line.get("page") if isinstance(line.get("page"), dict) else None
         return item, Source.from_logged(item, page)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._pages)
-
-    def __len__(self) -> int:
-        return len(self._pages)

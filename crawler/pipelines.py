@@ -33,7 +33,7 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
-from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict
+from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict, regrouped_verdict
 from dedup.droplog import KEPT, SEEN, DropLogWriter
 from dedup.page import Page
 from dedup.record import epoch_seconds
@@ -178,7 +178,7 @@ class DedupPipeline(_PipelineBase):
         self.index: Any = None
         self.deduplicator: Deduplicator | None = None
         self._dropped_log: DropLogWriter | None = None
-        #: the pages the dropped log holds as dropped (their body keys, content hashes, drop lines)
+        #: the pages the dropped log holds as dropped (their body keys, content hashes, drop lines): read at open
         self._dropped = DroppedPages(self.dropped_log_path)
 
     @classmethod
@@ -197,7 +197,7 @@ class DedupPipeline(_PipelineBase):
 
         self.index = open_index(self.index_uri, k=self.config.max_distance, blocks=self.config.blocks,
                                 **self.index_options)
-        self._dropped = DroppedPages(self.dropped_log_path)
+        self._dropped = DroppedPages.read(self.dropped_log_path)
         self._dropped_log = DropLogWriter(self.dropped_log_path, self.index_uri)
         # the worker processes start with the first page to parse (a recrawl of unchanged pages parses none)
         self._pooling = bool(self.workers and _asyncio_loop() is not None)
@@ -324,8 +324,7 @@ class DedupPipeline(_PipelineBase):
         logger.info("%s is its group's kept page now: %s, which it was flagged as a copy of, copies it",
                     named, url, extra=self._extra)
         if self.crawler is not None:
-            self.crawler.signals.send_catch_log(regroup_document, url=named, dedup={
-                "status": "unique", "duplicate_of": None, "rule": "regrouped", "regrouped_from": url})
+            self.crawler.signals.send_catch_log(regroup_document, url=named, dedup=regrouped_verdict(url))
 
     def _seen_dropped(self, url: str) -> None:
         """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
@@ -567,14 +566,15 @@ class IndexPipeline(_PipelineBase):
             self._inc("dedup/index/removed")
 
     def store(self, doc: dict[str, Any], **_: Any) -> None:
-        """Store ``doc``, a page DedupPipeline kept without an item (decided again from its drop line)."""
-        if self.search is None:
-            return
+        """Store ``doc``: an item's, or (``index_document``) a page DedupPipeline kept without an item, decided
+        again from its drop line. A write the index refuses for an outage is spooled, replayed by the next crawl."""
         try:
             self.search.add(doc)
-        except Exception as exc:  # its record is in the dedup index: a later fetch of it puts it here
-            logger.warning("Search index %s failed to add %s: %s", self.index_uri, doc.get("url"), exc,
-                           extra=self._extra)
+        except _es_errors("IndexUnavailable", "BulkIndexError") as exc:
+            self._failed(exc)
+            return
+        except Exception:  # an item is still exported; the index misses it, which the stats show
+            logger.exception("Search index %s failed to add %s", self.index_uri, doc["url"], extra=self._extra)
             self._inc("dedup/index/errors")
             return
         finally:
@@ -645,16 +645,5 @@ class IndexPipeline(_PipelineBase):
                     del adapter[self.html_field]
             except KeyError:  # an Item class without those fields keeps what it has
                 pass
-        try:
-            self.search.add(doc)
-        except _es_errors("IndexUnavailable", "BulkIndexError") as exc:  # spooled, replayed by the next crawl
-            self._failed(exc)
-            return item
-        except Exception:  # the item is still exported; the index misses it, which the stats show
-            logger.exception("Search index %s failed to add %s", self.index_uri, doc["url"], extra=self._extra)
-            self._inc("dedup/index/errors")
-            return item
-        finally:
-            self._sent()
-        self._inc("dedup/index/added")
+        self.store(doc)
         return item

@@ -58,10 +58,7 @@ class Spool:
         if page is not None:
             entry["page"] = dataclasses.asdict(page)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        _append(self.path, json.dumps(entry, ensure_ascii=False, default=str) + "\n")
         self.added += 1
 
     def take(self, spider: str | None = None) -> Iterator[dict[str, Any]]:
@@ -72,24 +69,26 @@ class Spool:
         self._claim()
         if not self.replaying.exists():
             return
-        lines = self.replaying.read_text(encoding="utf-8").splitlines()
-        others = [line for line in lines if line.strip() and not _replays(spider, _owner_of(line))]
+        mine, others = [], []
+        for line in self.replaying.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                entry = _entry(line)
+                theirs = isinstance(entry, dict) and not _replays(spider, entry.get("spider"))
+                (others if theirs else mine).append((line, entry))
         if others:  # back to the spool for their crawl, and out of this replay before any is replayed
-            _append(self.path, "".join(line + "\n" for line in others))
-            moved = set(others)
-            lines = [line for line in lines if line not in moved]
+            _append(self.path, "".join(line + "\n" for line, _ in others))
             part = self.replaying.with_name(self.replaying.name + ".part")
-            part.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            part.write_text("".join(line + "\n" for line, _ in mine), encoding="utf-8")
             os.replace(part, self.replaying)
             log.warning("%d spooled items of other crawls (another spider, or another JOBDIR that is still there) "
                         "are left in %s for them", len(others), self.path)
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        for n, (_, entry) in enumerate(mine, 1):
             try:
-                yield _item(json.loads(line))
+                if isinstance(entry, Exception):
+                    raise entry
+                yield _item(entry)
             except (ValueError, KeyError, TypeError) as exc:
-                log.error("Spool %s line %d is not a spooled item (%s); left in the file", self.replaying, n, exc)
+                log.error("Spool %s item %d is not a spooled item (%s); left in the file", self.replaying, n, exc)
                 self._keep = True
 
     def _claim(self) -> None:
@@ -119,11 +118,12 @@ def owner(crawler: Crawler | None) -> str | None:
     return f"{name}@{os.path.abspath(jobdir)}" if name and jobdir else name
 
 
-def _owner_of(line: str) -> Any:
+def _entry(line: str) -> Any:
+    """A spool line's entry, or the error that reading it raised (the replay reports it, and keeps the line)."""
     try:
-        return json.loads(line).get("spider")
-    except (ValueError, AttributeError):
-        return None  # an unreadable line stays in this replay, which reports it
+        return json.loads(line)
+    except ValueError as exc:
+        return exc
 
 
 def _replays(crawl: str | None, spooled: Any) -> bool:

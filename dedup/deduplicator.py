@@ -236,6 +236,12 @@ class Verdict:
 _VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
 
 
+def regrouped_verdict(url: str) -> dict[str, Any]:
+    """What the search document of a page regrouped by :meth:`Deduplicator.regroup` gets over its verdict: it is
+    its group's kept page now, since ``url`` (the page it was flagged as a copy of) was dropped as its copy."""
+    return {"status": "unique", "duplicate_of": None, "rule": "regrouped", "regrouped_from": url}
+
+
 def _plain(value: Any) -> Any:
     """``value`` with its dicts, lists and tuples copied (as ``asdict`` copies them) and its leaves as they are
     (numbers, strings, None: immutable; a dataclass or any other object goes through ``asdict``'s copy)."""
@@ -362,8 +368,9 @@ class Deduplicator:
         if features is None:
             features = self.features(page)
         prior = self._prior(page.url)
-        root_changed = prior is not None and prior.content_hash == features.content_hash and self._root_changed(prior)
-        if prior is not None and prior.content_hash == features.content_hash and not root_changed:
+        same = prior is not None and prior.content_hash == features.content_hash
+        root_changed = same and self._root_changed(prior)
+        if same and not root_changed:
             return self._refetched(prior)
         verdict = self._check_page(page, features, prior, same_url=True)
         if verdict.refetched:  # its URL's record holds this content, found by the content hash alone

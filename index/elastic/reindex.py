@@ -342,7 +342,7 @@ class Reindex(Inspection):
                 rid = local.add(Record.from_dict(group["record"]))
                 log.info("Putting back record %s of %s as %d: the regroup was not committed", group["record"]["id"],
                          group["record"]["url"], rid)
-                state.put_back(group["sid"], rid)
+                state.moved(group["sid"], rid, end_intent=False)
             own = intent.get("own")
             if own and not local.get([int(own["id"])]):
                 rid = local.add(Record.from_dict(own))

@@ -55,8 +55,10 @@ class Inspection:
 
                 merged = set(Registry(es, name).drops(self.slice_id)) & set(kept)
                 kept = {k: v for k, v in kept.items() if k not in merged}
-            dest_ids = self._all_ids(es, name, slice_id=self.slice_id)
-            record_ids = self._all_ids(es, dedup_name(name))
+            dest = self._documents(es, name)
+            dest_ids = {sid for sid, (doc_slice, _, _) in dest.items()
+                        if self.slice_id is None or doc_slice in (None, self.slice_id)}
+            record_ids = set(self._documents(es, dedup_name(name), verdicts=False))
             want_records = {str(r) for r in kept.values() if r is not None}
             logged, restored = self._log_states()
             pending = set(state.unsent_ids())
@@ -72,7 +74,7 @@ class Inspection:
                 "kept_but_in_dropped_log": sorted(set(kept) & (logged | restored)),
             }
             report["ok"] = not any(v for k, v in report.items() if isinstance(v, list))
-            groups = self._group_problems(es, name)
+            groups = _group_problems(dest)
             report.update(groups)
             report["groups_ok"] = not any(groups.values())
             return report
@@ -80,37 +82,24 @@ class Inspection:
             es.close()
             state.close()
 
-    def _group_problems(self, es: Retrying, index: str) -> dict[str, list[str]]:
-        """Kept documents whose ``duplicate_of`` names no kept document, or one itself flagged as a copy (a chain or
-        a cycle: helper-24 found both after updates, where this check said "in step"): what a reader who hides
-        flagged copies behind their kept page trips on. Ids, sorted."""
+    def _documents(self, es: Retrying, index: str, *, verdicts: bool = True
+                   ) -> dict[str, tuple[Any, str | None, Any]]:
+        """The documents of ``index`` (none when it is missing), read once: ``_id -> (dedup.slice, URL,
+        dedup.duplicate_of)`` (``verdicts=False``: ids alone, the rest None). Restored documents carry no slice,
+        and count for every slice."""
         if not es.call("check an index", es.client.indices.exists, index=index):
             return {}
-        docs: dict[str, tuple[str, Any]] = {}
-        for hits in pit_pages(es, index, "read the verdicts", size=5000,
-                              _source=[self.url_source, "dedup.duplicate_of"]):
-            for h in hits:
-                src = h.get("_source") or {}
-                url = field_value(src, self.url_source) or h["_id"]
-                docs[str(url)] = (h["_id"], field_value(src, "dedup.duplicate_of"))
-        gone = sorted(sid for sid, named in docs.values() if named and named not in docs)
-        chained = sorted(sid for sid, named in docs.values() if named and named in docs and docs[named][1])
-        return {"naming_a_page_not_kept": gone, "naming_a_flagged_page": chained}
-
-    def _all_ids(self, es: Retrying, index: str, slice_id: int | None = None) -> set[str]:
-        """The ids of ``index`` (with ``slice_id``: of the documents that slice wrote, by their
-        ``dedup.slice``; restored documents, which carry none, count for every slice)."""
-        if not es.call("check an index", es.client.indices.exists, index=index):
-            return set()
         # a run killed with refresh off (reindex_write._pause_refresh) leaves its last writes unsearchable:
         # listed unrefreshed, they read as lost. A key that may not refresh (403) lists what is searchable.
         es.call("make the last writes searchable", es.client.options(ignore_status=403).indices.refresh, index=index)
-        ids: set[str] = set()
-        for hits in pit_pages(es, index, "list document ids", size=5000,
-                              _source=["dedup.slice"] if slice_id is not None else False):
-            ids.update(h["_id"] for h in hits if slice_id is None or
-                       ((h.get("_source") or {}).get("dedup") or {}).get("slice", slice_id) == slice_id)
-        return ids
+        fields = [self.url_source, "dedup.slice", "dedup.duplicate_of"] if verdicts else False
+        docs: dict[str, tuple[Any, str | None, Any]] = {}
+        for hits in pit_pages(es, index, "list documents", size=5000, _source=fields):
+            for h in hits:
+                src = h.get("_source") or {}
+                docs[h["_id"]] = (field_value(src, "dedup.slice"), str(field_value(src, self.url_source) or h["_id"]),
+                                  field_value(src, "dedup.duplicate_of")) if verdicts else (None, None, None)
+        return docs
 
     def _logged_ids(self) -> set[str]:
         """Source ids this reindex has in the dropped log (restored ones included)."""
@@ -162,3 +151,13 @@ class Inspection:
                     elif entry.get("event") in ("restored", KEPT) and str(entry.get("url")) in url_ids:
                         state[url_ids[str(entry["url"])]] = entry["event"]
         return state, lines
+
+
+def _group_problems(docs: dict[str, tuple[Any, str | None, Any]]) -> dict[str, list[str]]:
+    """Kept documents whose ``duplicate_of`` names no kept document, or one itself flagged as a copy (a chain or a
+    cycle: helper-24 found both after updates, where ``--check`` said "in step"): what a reader who hides flagged
+    copies behind their kept page trips on. Ids, sorted; ``docs`` as :meth:`Inspection._documents` reads them."""
+    named = {url: duplicate_of for _, url, duplicate_of in docs.values()}
+    gone = sorted(sid for sid, (_, _, to) in docs.items() if to and to not in named)
+    chained = sorted(sid for sid, (_, _, to) in docs.items() if to and named.get(to))
+    return {"naming_a_page_not_kept": gone, "naming_a_flagged_page": chained}

@@ -275,13 +275,15 @@ class WorkState:
             self.db.execute("UPDATE docs SET source_key = ?, body = coalesce(?, body) WHERE source_id = ?",
                             (source_key, body, source_id))
 
-    def moved(self, source_id: str, record_id: int) -> None:
-        """The decision's local record was put back under a new id (an interrupted update); the intent ends."""
+    def moved(self, source_id: str, record_id: int, *, end_intent: bool = True) -> None:
+        """The decision's local record was put back under a new id (an interrupted update); the intent ends
+        unless ``end_intent`` is False (a regrouped document's record, put back before the decision's own)."""
         with self._tx():
             self.db.execute("UPDATE docs SET record_id = ? WHERE source_id = ?", (record_id, source_id))
             if record_id > (self.get("record_hw") or 0):
                 self._meta["record_hw"] = record_id
-            self.db.execute("DELETE FROM meta WHERE key = 'intent'")
+            if end_intent:
+                self.db.execute("DELETE FROM meta WHERE key = 'intent'")
 
     def source_of(self, record_id: int) -> str | None:
         """The source id of the document whose decision names local record ``record_id``, or None."""
@@ -295,13 +297,6 @@ class WorkState:
                         (int(record_id), int(es_record_id), source_id))
         if record_id > (self.get("record_hw") or 0):
             self._meta["record_hw"] = record_id
-
-    def put_back(self, source_id: str, record_id: int) -> None:
-        """A regrouped document's older record, put back under a new id (its regroup was not committed)."""
-        with self._tx():
-            self.db.execute("UPDATE docs SET record_id = ? WHERE source_id = ?", (record_id, source_id))
-            if record_id > (self.get("record_hw") or 0):
-                self._meta["record_hw"] = record_id
 
     def mark_sent(self, source_ids: Iterable[str]) -> None:
         rows = [(s,) for s in source_ids]

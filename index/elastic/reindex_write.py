@@ -10,6 +10,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from dedup.deduplicator import regrouped_verdict
 from dedup.droplog import KEPT, append_events, iso_now
 from dedup.record import Record
 
@@ -268,13 +269,13 @@ class Sink:
                  "_source": payload if sid in kept_verdict else body} for sid, payload, _, body in kept]
         docs += [{"_op_type": "delete", "_index": self.name, "_id": sid}  # an update dropped it
                  for sid, *_ in dropped if ops.get(sid, {}).get("delete_doc")]
-        from .records import record_actions, record_id
+        from .records import record_actions
 
         groups = [o["regroup"] for o in ops.values() if o.get("regroup")]
         # a document put back as an exact copy of its own copy: that copy's document and record say it is its
         # group's kept page now (Reindex._regroup)
-        docs += [{"_op_type": "update", "_index": self.name, "_id": g["sid"], "doc": {"dedup": {
-            "status": "unique", "duplicate_of": None, "rule": "regrouped", "regrouped_from": g["from"]}}} for g in groups]
+        docs += [{"_op_type": "update", "_index": self.name, "_id": g["sid"], "doc": {"dedup": regrouped_verdict(g["from"])}}
+                 for g in groups]
         regrouped = [g["_record"] for g in groups if g.get("_record") is not None]
         kept_records = [(sid, r) for sid, _, r, _ in kept if r is not None]
         sliced = self.job.slices > 1
@@ -285,11 +286,9 @@ class Sink:
         # an updated document's older record goes (one record per URL); an id written in this batch is
         # not deleted: within one run over the source, a delete of an id always comes before its write
         written = {a["_id"] for a in records}
-        records += [{"_op_type": "delete", "_index": self.records.name, "_id": str(o["old_record"])}
-                    for o in ops.values() if o.get("old_record") and str(o["old_record"]) not in written]
-        records += [{"_op_type": "delete", "_index": self.records.name, "_id": str(g["old_es"])} for g in groups
-                    if g.get("old_es") and g.get("_record") is not None and str(g["old_es"]) != str(
-                        record_id(g["_record"])) and str(g["old_es"]) not in written]
+        older = [o.get("old_record") for o in ops.values()] + [g.get("old_es") for g in groups if g.get("_record")]
+        records += [{"_op_type": "delete", "_index": self.records.name, "_id": str(rid)}
+                    for rid in older if rid and str(rid) not in written]
         self._bulk(docs, f"write {len(docs)} documents to {self.name}")
         conflicts = self._bulk(records, f"write {len(records)} dedup records to {self.records.name}",
                                conflicts=sliced)
