@@ -54,7 +54,7 @@ from .spread import spread
 from .store import DedupIndex, KeyTaken
 
 __all__ = ["ALGORITHM", "STATUSES", "ACCEPTS", "SAME_FROM_RECORD", "QUERY_FORMAT", "ConfigError", "DedupConfig", "Verdict", "Deduplicator",
-           "containment", "containment_many"]
+           "containment", "containment_many", "ROOT_HASH"]
 
 ALGORITHM = "dedup-1"
 LOOKED_UP = 4096  # URLs whose known() lookup process() may reuse (see Deduplicator._prior)
@@ -214,6 +214,10 @@ class Verdict:
     #: the URL of the page this one now copies when that page was flagged as a copy of this one (this page edited,
     #: or put back): that page is its group's kept page now (``unique``), not a page naming its own copy
     regrouped: str | None = None
+    #: the content hash of the page ``duplicate_of`` names, as the decision read it: kept in a flagged copy's record
+    #: (``extra["root"]``, :data:`ROOT_HASH` hex digits), by which :meth:`Deduplicator.root_changed` knows that page
+    #: holds other text now. Not in :meth:`to_dict` (items and drop lines do not carry it)
+    root_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The verdict as plain JSON-safe data. Left out when they say nothing (most verdicts, so that the
@@ -233,7 +237,10 @@ class Verdict:
         return out
 
 
-_VERDICT_FIELDS = tuple(f.name for f in fields(Verdict))
+_VERDICT_FIELDS = tuple(f.name for f in fields(Verdict) if f.name != "root_hash")
+#: hex digits of the root's content hash a flagged copy's record keeps (48 bits: a changed text is missed
+#: once in ~10^14 changes; 14 bytes of the record's ``extra`` JSON, flagged records only)
+ROOT_HASH = 12
 
 
 def regrouped_verdict(url: str) -> dict[str, Any]:
@@ -318,6 +325,15 @@ def chunk_share(a: np.ndarray, b: np.ndarray, k: int = 3) -> float:
     return float((d.min(axis=1) <= k).mean())
 
 
+
+def _keep_root(record: Record, verdict: Verdict) -> None:
+    """A flagged copy's record keeps the last :data:`ROOT_HASH` digits of its root's content hash (as
+    :meth:`Deduplicator.root_changed` reads them); any other record keeps none (a regrouped or unique one)."""
+    if verdict.status != "unique" and verdict.duplicate_of and verdict.root_hash:
+        record.extra["root"] = verdict.root_hash[-ROOT_HASH:]
+    else:
+        record.extra.pop("root", None)
+
 class Deduplicator:
     """Checks pages against a :class:`~dedup.store.DedupIndex` and adds the kept ones."""
 
@@ -369,7 +385,7 @@ class Deduplicator:
             features = self.features(page)
         prior = self._prior(page.url)
         same = prior is not None and prior.content_hash == features.content_hash
-        root_changed = same and self._root_changed(prior)
+        root_changed = same and self.root_changed(prior)
         if same and not root_changed:
             return self._refetched(prior)
         verdict = self._check_page(page, features, prior, same_url=True)
@@ -417,7 +433,8 @@ class Deduplicator:
         """``record`` (:meth:`regroup_target`) is its group's kept page now: stored as ``unique`` (under a new id),
         named by ``verdict.regrouped`` (a crawl's search document of it is changed to match). Without this each
         page named the other, and no page of the group read as kept. Returns the record as stored."""
-        now = replace(record, status="unique", duplicate_of=None)
+        now = replace(record, status="unique", duplicate_of=None,
+                      extra={k: v for k, v in record.extra.items() if k != "root"})
         self.index.replace(record.id, now)
         verdict.regrouped = record.url
         return now
@@ -426,7 +443,7 @@ class Deduplicator:
         """The verdict of a page fetched again with the very bytes its URL's record was made from
         (``body``: :attr:`dedup.sources.Source.body_key`), found before any parsing; None otherwise."""
         prior = self.index.by_url(url) if url and body else None
-        if prior is None or prior.extra.get("body") != body or self._root_changed(prior):
+        if prior is None or prior.extra.get("body") != body or self.root_changed(prior):
             if url and body:
                 self._looked_up[url] = (prior, time.monotonic())
                 if len(self._looked_up) > LOOKED_UP:
@@ -443,15 +460,22 @@ class Deduplicator:
             return found[0]
         return self.index.by_url(url)
 
-    def _root_changed(self, record: Record) -> bool:
+    def root_changed(self, record: Record) -> bool:
         """``record`` is a kept copy (flagged) whose group's kept page changed or went since it was decided:
-        the record of the page it names is gone, or was written after it (a record is written only when its
-        text is decided, so a later ``fetched_at`` is a later text). Fetched again unchanged, such a page is
-        decided again rather than left naming a page that no longer holds its text."""
+        the record of the page it names is gone, or holds another text than the one the decision read (the
+        content hash kept in ``record.extra["root"]``). Fetched again unchanged, such a page is decided again
+        rather than left naming a page that no longer holds its text. A record stored before it kept that hash
+        is told by time: its root's record written after it (a record is written only when its text is
+        decided), which a page's own dates can mislead (a reindex's time field, absent or not moved on edit)."""
         if record.status == "unique" or not record.duplicate_of:
             return False
         root = self.index.by_url(record.duplicate_of)
-        return root is None or root.fetched_at > record.fetched_at
+        if root is None:
+            return True
+        read = record.extra.get("root")
+        if isinstance(read, str) and read:
+            return not (root.content_hash or "").endswith(read)
+        return root.fetched_at > record.fetched_at
 
     def _refetched(self, record: Record) -> Verdict:
         return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
@@ -467,18 +491,19 @@ class Deduplicator:
                        {"content_hash": f.content_hash, "race": True},
                        thresholds=self._thresholds, reference=f.signature.ref_id, candidates=1,
                        duplicate_id=holder.id if holder else taken.record_id,
-                       nearest=found[0].url if found else None)
+                       nearest=found[0].url if found else None, root_hash=holder.content_hash if holder else None)
 
     def add(self, page: Page, features: Features, verdict: Verdict, *, body: str | None = None,
             instead_of: Record | None = None, **record_fields: Any) -> int:
         """Store ``page``'s record with ``verdict``'s status and ``duplicate_of``; in place of ``instead_of``
         (the same URL's older record) when given."""
         # a record's time is when its text was decided unless the caller says when its page was fetched: it tells
-        # a flagged copy whose group's kept page was written since (_root_changed)
+        # a flagged copy whose group's kept page was written since (root_changed, of a record before root hashes)
         record_fields.setdefault("fetched_at", time.time())
         record = features.to_record(page, status=verdict.status, duplicate_of=verdict.duplicate_of, **record_fields)
         if body:
             record.extra["body"] = body
+        _keep_root(record, verdict)
         if instead_of is not None:
             return self.index.replace(instead_of.id, record)
         return self.index.add(record)
@@ -525,7 +550,9 @@ class Deduplicator:
     def add_record(self, record: Record, verdict: Verdict) -> int:
         """Add a copy of ``record`` (a page checked with :meth:`check_record`) with ``verdict``'s status
         and ``duplicate_of``, as :meth:`add` adds a page; its arrays are stored as they are."""
-        return self.index.add(replace(record, id=0, status=verdict.status, duplicate_of=verdict.duplicate_of))
+        copy = replace(record, id=0, status=verdict.status, duplicate_of=verdict.duplicate_of, extra=dict(record.extra))
+        _keep_root(copy, verdict)
+        return self.index.add(copy)
 
     def _check(self, q: Query, extraction: str, own: Record | None = None, url: str | None = None,
                page_url: str | None = None) -> Verdict:
@@ -548,7 +575,8 @@ class Deduplicator:
                 # the page matched is flagged as a copy of this one (this page edited since): this page stays
                 # its group's kept page, never a copy of its own copy (each would name the other)
                 return Verdict("unique", None, "group_root", scores, candidates=n, nearest=rec.url, **base)
-            return Verdict(status, root.url, rule, scores, candidates=n, duplicate_id=root.id, nearest=rec.url, **base)
+            return Verdict(status, root.url, rule, scores, candidates=n, duplicate_id=root.id, nearest=rec.url,
+                           root_hash=root.content_hash, **base)
 
         if q.content_hash:  # a page without main text has its raw body's key (dedup.keys.raw_key) or none
             ids = found(self.index.lookup("content_hash", q.content_hash))

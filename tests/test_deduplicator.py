@@ -309,6 +309,31 @@ def test_a_flagged_page_fetched_again_is_decided_again_when_its_kept_page_change
     assert d.process(parse_page(body, copy), body=source.body_key).refetched  # and settled
 
 
+def test_a_flagged_page_is_decided_again_by_its_kept_pages_text_not_by_dates(any_index):
+    """The kept page's text is told by the content hash the copy's record keeps, not by the pages' dates: a
+    reindex's time field may be absent or earlier for the edited page (helper-26). Put back to the text the copy
+    was decided against, the kept page holds it again and the copy is answered as before, unparsed."""
+    from dedup.deduplicator import ROOT_HASH
+    from dedup.sources import Source
+
+    d = Deduplicator(any_index)
+    root, copy = "https://a.example/bridge", "https://b.example/bridge"
+    d.process(parse_page(html("Bridge closes", STORY), root), fetched_at=0.0)
+    body = html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."])
+    source = Source(url=copy, html=body.encode())
+    first = d.process(parse_page(body, copy), body=source.body_key, fetched_at=0.0)
+    assert first.kept and first.duplicate_of == root and first.root_hash
+    assert any_index.by_url(copy).extra["root"] == any_index.by_url(root).content_hash[-ROOT_HASH:]
+    assert "root_hash" not in first.to_dict()  # the record keeps it; items and drop lines do not
+    d.process(parse_page(html("Bakery prize", OTHER), root), fetched_at=0.0)  # the same date, other text
+    assert d.known(copy, source.body_key) is None
+    d.process(parse_page(html("Bridge closes", STORY), root), fetched_at=0.0)  # and back again
+    assert d.known(copy, source.body_key).refetched  # it holds the copy's text again: nothing to decide
+    d.process(parse_page(html("Bakery prize", OTHER), root), fetched_at=0.0)
+    now = d.process(parse_page(body, copy), body=source.body_key, fetched_at=0.0)
+    assert now.status == "unique" and now.replaced["root_changed"] and "root" not in any_index.by_url(copy).extra
+
+
 def test_a_flagged_page_whose_kept_page_went_is_decided_again(any_index):
     d = Deduplicator(any_index)
     root, copy = "https://a.example/bridge", "https://b.example/bridge"
