@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
     "parse_time", "append_event", "append_events", "drop_line", "page_from_item", "iso_now", "STATES", "RESTORED",
-    "DropLogWriter", "index_identity", "dropped_holders", "SEEN", "KEPT",
+    "DropLogWriter", "index_identity", "SEEN", "KEPT",
 ]
 
 STATES = ("dropped", "restored", "kept")
@@ -378,14 +378,6 @@ def _drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None,
     if content_hash:
         line["content_hash"] = content_hash
     return line
-
-
-def dropped_holders(path: str | os.PathLike) -> dict[str, tuple[str | None, str | None]]:
-    """``url -> (content hash, the page it was matched with)`` of every URL the log at ``path`` holds as dropped:
-    what a reindex update checks a dropped document's holder by. No log: empty."""
-    if not Path(path).is_file():
-        return {}
-    return {e.url: (e.content_hash, e.nearest) for e in read_log(path).entries if e.state == "dropped"}
 
 
 class DropLogWriter:

@@ -459,10 +459,11 @@ def test_an_update_never_leaves_two_documents_naming_each_other(es_url, tmp_path
         client.close()
 
 
-def test_check_lists_flagged_documents_naming_a_page_not_kept(es_url, tmp_path, capsys):
-    """helper-24: ``--check`` said "in step" while flagged documents named a page the update had dropped. It
-    lists them (exit 1): here b, flagged as a copy of a, after a became an exact copy of c (an update decides
-    b again only when b changes; a crawl fetching it decides it again at once)."""
+def test_an_update_decides_again_a_flagged_copy_whose_kept_page_went(es_url, tmp_path, capsys):
+    """helper-24: flagged documents went on naming a page the update had dropped (``--check`` listed them, an
+    update decided them again only when they changed). Here b, flagged as a copy of a, after a became an exact
+    copy of c: the update decides b again after its read (a comes before b in the read order: it was not
+    changed yet when b was read) and b is its group's kept page now; ``--check`` finds no group problem."""
     from elasticsearch import Elasticsearch
 
     name = f"updgroups-{int(time.time() * 1000) % 10**9}"
@@ -491,9 +492,84 @@ def test_check_lists_flagged_documents_naming_a_page_not_kept(es_url, tmp_path, 
         summary = capsys.readouterr().out
         assert "update: 2 unchanged, 1 changed and decided again, 0 added, 1 decided before and no longer in the" \
             in summary, summary
-        assert main(args + ["--check"]) == 1
+        assert "update: 1 unchanged decided again, the page their verdict named having changed or gone" in summary
+        dest = {h["_id"]: h["_source"]["dedup"] for h in client.search(index=f"{name}-v2", size=10)["hits"]["hits"]}
+        assert dest["b"]["status"] == "unique" and not dest["b"].get("duplicate_of"), dest
+        assert "a" not in dest and dest["c"]["status"] == "unique", dest
+        assert main(args + ["--check"]) == 0
         out = capsys.readouterr().out
-        assert "in step" in out and "naming a page not kept: 1 (b)" in out and "GROUPS:" in out, out
+        assert "in step" in out and "GROUPS:" not in out, out
+        capsys.readouterr()
+        assert main(args + ["--update"]) == 0  # and settled: the next update decides nothing again
+        assert "decided again, the page" not in capsys.readouterr().out
+    finally:
+        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()
+
+
+def test_check_lists_flagged_documents_naming_a_page_not_kept_or_flagged():
+    """``--check``'s group test, on the destination's documents as it reads them (``_id -> (slice, URL,
+    duplicate_of)``): a flagged document naming a page not kept, or one itself flagged (a chain or a cycle)."""
+    from index.elastic.reindex_check import _group_problems
+
+    docs = {"a": (None, "http://a/", None), "b": (None, "http://b/", "http://gone/"),
+            "c": (None, "http://c/", "http://a/"), "d": (None, "http://d/", "http://c/")}
+    assert _group_problems(docs) == {"naming_a_page_not_kept": ["b"], "naming_a_flagged_page": ["d"]}
+
+
+@pytest.mark.parametrize("killed", [0, 3, 4])
+def test_an_update_decides_again_copies_whose_page_was_rewritten_without_dates(es_url, tmp_path, capsys, killed):
+    """helper-26: a source without a date field; a, kept, with b flagged as its near copy; c, kept, with d dropped
+    as its exact copy. a and c are then rewritten as other articles, b and d left as they were. The update decides
+    b and d again after its read (by the content hash each verdict read of its page, not by dates, which there are
+    none of): b is unique now, d is kept (its drop undone by a ``kept`` event), and a second update decides
+    nothing again. ``killed``: the update is killed (SIGKILL) right after that decision of the run (3, 4: the two
+    decided after the read, before their batch is committed), then run again, to the same end."""
+    from elasticsearch import Elasticsearch
+
+    from dedup.droplog import read_log
+
+    name = f"upddates-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}}})
+    near = BAKERY.replace("rye loaves on Saturdays", "spelt loaves on Sundays")
+
+    def put(key, html):
+        client.index(index=name, id=key, document={"url": f"http://{key}.example/", "html": html})
+
+    try:
+        put("a", article("Bakery hours", BAKERY))
+        put("b", article("Bakery opens earlier", near))
+        put("d", article("Choir seeks tenors", CHOIR))
+        put("c", article("Choir seeks tenors", CHOIR))
+        client.indices.refresh(index=name)
+        args = ["reindex", f"{es_url}/{name}", f"{es_url}/{name}-v2", "--html-field", "html", "--keep", "field:url",
+                "--dropped-log", str(tmp_path / "dropped.jsonl"), "--checkpoint", str(tmp_path / "checkpoint.json")]
+        assert main(args) == 0
+        first = {h["_id"]: h["_source"]["dedup"] for h in client.search(index=f"{name}-v2", size=10)["hits"]["hits"]}
+        assert first["b"]["status"] in ("near_duplicate", "duplicate") and first["b"]["duplicate_of"] == "http://a.example/"
+        assert set(first) == {"a", "b", "c"}, first  # d dropped as c's exact copy (c's URL sorts first)
+        put("a", article("Robotics fair", SENTENCE * 4))
+        put("c", article("Robotics team", SENTENCE + " The drone was built from parts of an old lawn mower."))
+        client.indices.refresh(index=name)
+        capsys.readouterr()
+        if killed:
+            killed_run("decided", killed, args + ["--update"])
+        assert main(args + ["--update"]) == 0
+        summary = capsys.readouterr().out
+        assert killed or "update: 2 unchanged decided again" in summary, summary
+        client.indices.refresh(index=f"{name}-v2")
+        now = {h["_id"]: h["_source"]["dedup"] for h in client.search(index=f"{name}-v2", size=10)["hits"]["hits"]}
+        assert set(now) == {"a", "b", "c", "d"}, now
+        assert now["b"]["status"] == "unique" and now["d"]["status"] == "unique", now
+        log = read_log(tmp_path / "dropped.jsonl")
+        assert log.get("http://d.example/").state == "kept"
+        assert main(args + ["--check"]) == 0
+        capsys.readouterr()
+        assert main(args + ["--update"]) == 0
+        assert "decided again, the page" not in capsys.readouterr().out
     finally:
         for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
             client.options(ignore_status=404).indices.delete(index=index)

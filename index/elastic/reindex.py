@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import drop_line, dropped_holders
+from dedup.droplog import Entry, drop_line, read_log
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
 from dedup.sources import LazyFeaturizer, body_key
@@ -98,6 +98,21 @@ _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte"
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
 
 
+def holder_gone(local: Any, entry: Entry) -> bool:
+    """Whether the page a dropped document was matched with (its drop line's ``nearest``) holds its text no more
+    (it changed since, or went), or no kept page does: then it is decided again, as a crawl decides such a page
+    again, kept if no kept page holds the text, else dropped naming the one that does (helper-24: its drop line
+    kept naming the changed page, which ``explain`` compared it with). Unknown (a line without the text's key):
+    False."""
+    text, holder = entry.content_hash, entry.nearest
+    if not text:
+        return False
+    if not local.lookup("content_hash", text):
+        return True
+    record = local.by_url(holder) if holder else None
+    return bool(holder) and (record is None or record.content_hash != text)
+
+
 @dataclass
 class ReindexReport:
     processed: int = 0
@@ -120,6 +135,9 @@ class ReindexReport:
     #: an update not resumed: documents decided before that this run did not read (deleted from the source;
     #: they stay in the destination)
     gone: int = 0
+    #: an update: documents with unchanged text decided again after the read, because the page their verdict names
+    #: changed or went in the source (a flagged copy's kept page, a dropped copy's holder)
+    decided_again: int = 0
     #: a slice: kept pages whose query features it handed to the final pass, and their JSON bytes;
     #: the final pass: kept documents decided from them
     handed_over: int = 0
@@ -365,23 +383,6 @@ class Reindex(Inspection):
             self.progress(done, total)
         known: dict[str, tuple[Any, str, str]] = {}  # source id -> (its earlier decision, body key, source key)
         logged: dict[str, str] = {}
-        dropped: dict[str, tuple[str | None, str | None]] = {}
-
-        def holder_gone(url: str) -> bool:
-            """Whether the page the document at ``url`` was dropped as a copy of (its drop line's ``nearest``)
-            holds its text no more (it changed since, or went): then it is decided again, as a crawl decides
-            such a page again, kept if no kept page holds the text, else dropped naming the one that does
-            (helper-24: its drop line kept naming the changed page, which ``explain`` compared it with).
-            Unknown (a drop line without that text's key): False."""
-            if not dropped:
-                dropped.update(dropped_holders(self.dropped_log) or {"": (None, None)})
-            text, holder = dropped.get(url, (None, None))
-            if not text:
-                return False
-            if not local.lookup("content_hash", text):
-                return True
-            record = local.by_url(holder) if holder else None
-            return bool(holder) and (record is None or record.content_hash != text)
 
         def logged_source(sid: str) -> str | None:
             """The source key of the ``_source`` in ``sid``'s latest drop line (read once, when first asked)."""
@@ -405,9 +406,7 @@ class Reindex(Inspection):
                     # dropped by a version keeping no keys: its drop line holds the _source it was decided on
                     state.set_keys(sid, source_key=skey, body=body)
                     body = None
-                if updating and row is not None and body is None and not row[1] and holder_gone(source.url or sid):
-                    body = body_key(data)  # dropped, unchanged, and its text is no kept page's now
-                elif row is not None and body in (None, row[4]):
+                if row is not None and body in (None, row[4]):
                     if body is None:  # unchanged since it was decided: nothing to do, nothing to write
                         report.unchanged += updating
                     else:  # the same page, other fields changed
@@ -421,7 +420,30 @@ class Reindex(Inspection):
                 known[sid] = (row, body, skey)
                 yield hit, sort
 
-        for hit, sort, page, features in self._featured(todo(), decider):
+        def again() -> Iterator[tuple[dict[str, Any], None]]:
+            """Once every document was read, the unchanged ones whose verdict the update's changes made stale
+            (:meth:`_stale_ids`): the page a copy was decided against may come after it in the read order (an
+            edited page has a newer time). Read again by id, a batch a request, and decided as updates; the read
+            position stays where the read ended."""
+            if sink is not None:
+                sink.flush(wait=True)  # the drop lines of this run's decisions are in the log before it is read
+            todo_ids = self._stale_ids(state, local, decider)
+            for i in range(0, len(todo_ids), self.read_size):
+                ids = todo_ids[i:i + self.read_size]
+                got = src.call("read documents to decide again", src.client.mget, index=src_name, ids=ids)
+                for hit in got.get("docs", []):
+                    if not hit.get("found"):
+                        continue  # gone from the source since it was read
+                    sid = str(hit["_id"])
+                    row = state.doc(sid)
+                    source = make.source(hit)
+                    skey, data = source_keys(hit["_source"], source)
+                    known[sid] = (row, body_key(data), skey)
+                    report.decided_again += 1
+                    yield hit, None
+
+        def decide(hit: dict[str, Any], sort: list[Any] | None, page: Page | None, features: Any) -> None:
+            nonlocal done
             sid = str(hit["_id"])
             row, body, skey = known.pop(sid)
             capture.added.clear()
@@ -432,7 +454,7 @@ class Reindex(Inspection):
                 report.added += updating
             else:
                 verdict, record, rid, ops = self._redecide(hit, page, features, decider, capture, row, state)
-                report.updated += 1
+                report.updated += sort is not None
             es_rid = None
             if rid is not None and record is None:  # the record stays as it was (an unchanged text)
                 es_rid = row[3]
@@ -449,16 +471,47 @@ class Reindex(Inspection):
             state.record(sid, status=verdict.status, kept=verdict.kept, record_id=rid, es_record_id=es_rid,
                          payload=sent, after=sort, handover=handover, body=body, source_key=skey, ops=ops,
                          commit=False)
-            done += 1
             # committed a batch at a time: by the sink before it sends the batch, else (a dry run) here
             if sink is not None:
                 sink.add(sid, verdict.kept, record, payload, handover, ops, body=sent)
             elif state.uncommitted >= self.batch_size:
                 state.commit()
+            if sort is None:
+                return  # decided again after the read: not one more document read
+            done += 1
             if self.on_decided:
                 self.on_decided(done)
             if self.progress:
                 self.progress(done, max(total, done))
+
+        for hit, sort, page, features in self._featured(todo(), decider):
+            decide(hit, sort, page, features)
+        if updating:
+            for hit, _, page, features in self._featured(again(), decider):
+                decide(hit, None, page, features)
+
+    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> list[str]:
+        """Source ids of the documents decided before whose text is unchanged but whose verdict is stale: kept
+        as copies of a page that changed or went (:meth:`Deduplicator.root_changed`, as a crawl decides such a
+        page again: one ``get`` of their records a batch, one ``by_url`` each), or dropped as copies of a page
+        that holds their text no more (:func:`holder_gone`, from their drop lines: the log read once, its line
+        read again for the source id of a stale one). helper-22, helper-24: such copies stayed out of the
+        destination, or named a page with other text, after ``--update``."""
+        out: list[str] = []
+        flagged = state.flagged()
+        for i in range(0, len(flagged), 500):
+            part = dict(flagged[i:i + 500])  # record id -> source id
+            out += [part[r.id] for r in local.get(list(part)) if decider.root_changed(r)]
+        if not self.dropped_log.is_file():
+            return out
+        dropped = set(state.ids(kept=False, sent_only=False))
+        drop_log = read_log(self.dropped_log)
+        for entry in drop_log.entries:
+            if entry.state == "dropped" and holder_gone(local, entry):
+                item = drop_log.item(entry)
+                if item.get("source_index") == self.source_uri and str(item.get("id")) in dropped:
+                    out.append(str(item["id"]))
+        return out
 
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,
                   capture: Capture, row: tuple, state: WorkState

@@ -84,6 +84,9 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         print(f"update: {report.unchanged} unchanged, {report.updated} changed and decided again, "
               f"{report.added} added" + (f", {report.gone} decided before and no longer in the source (left in "
                                          "the destination, counted above)" if report.gone else ""))
+    if report.decided_again:
+        print(f"update: {report.decided_again} unchanged decided again, the page their verdict named having changed "
+              "or gone")
     print(f"{report.requests} requests to Elasticsearch")
     if job.merging:
         print(f"final pass: {report.handed_over} decided from the query features the slices handed over, "
