@@ -33,3 +33,19 @@ def test_cluster_cpu_is_split_into_saves_and_work(tmp_path):
     assert rows["plain"]["work_vs_plain"] == 1.0 and rows["dedup"]["work_vs_plain"] > 0
     # 300 documents of ~65 KB make a store the thread takes ticks of CPU to write: it was found
     assert sum(r["cluster_save_s"] for r in rows.values()) > 0
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="goldset-dev not found (the corpus is made from its pages)")
+def test_updates_day_after_day_stay_in_step_and_settle(tmp_path):
+    """``benchmarks/bench_update.py --quick``: two days of edits (kept pages with copies rewritten among them),
+    each followed by ``--update``: the copies are decided again after the read, ``--check`` finds the destination
+    in step each day, and an update after a day without edits decides nothing again."""
+    out = tmp_path / "update.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_update.py"), "--quick", "--json", str(out)],
+                          cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    table = next(t for t in json.loads(out.read_text())["tables"] if t["name"] == "days")
+    days = [dict(zip(table["columns"], r)) for r in table["rows"]]
+    assert [d["day"] for d in days] == [0, 1, 2, 3] and all(d["in_step"] for d in days), days
+    assert all(d["edited"] > 0 and d["decided_again"] > 0 for d in days[1:3]), days
+    assert days[3]["edited"] == 0 and days[3]["changed"] == 0 and days[3]["decided_again"] == 0, days
