@@ -281,7 +281,7 @@ def recrawl(args) -> int:
            note="CPU seconds of the crawl process and its workers beyond Scrapy's own (off)")
     figure("t4r.refetched_share", med("again", "refetched") / max(med("again", "responses"), 1))
     figure("t4r.log_growth", med("again", "log_added") / max(med("first", "exact"), 1),
-           note="a short 'seen' line per dropped page fetched again")
+           note="each dropped page fetched again: its drop line's offset in a batched 'seen' line")
     res.table("crawls", ["mode", "wall s", "CPU s", "responses", "items", "dropped", "refetched", "dropped log B"],
               [[r["mode"], r["wall"], r["cpu"], r["responses"], r["items"], r["dropped"], r["refetched"],
                 r["log_bytes"]] for r in runs])

@@ -40,6 +40,11 @@ class DroppedPages:
         found = self._pages.get(url) if url else None
         return None if found is None else found[:2]
 
+    def offset(self, url: str) -> int | None:
+        """Where ``url``'s latest drop line starts in the log, when the log holds it as dropped."""
+        found = self._pages.get(url)
+        return None if found is None else found[2]
+
     def add(self, url: str, body: str | None, content_hash: str | None, offset: int) -> None:
         self.pop(url)
         self._pages[url] = (body, content_hash, offset)

@@ -34,7 +34,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem, NotConfigured
 
 from dedup.deduplicator import ALGORITHM, DedupConfig, Deduplicator, Verdict, regrouped_verdict
-from dedup.droplog import KEPT, SEEN, DropLogWriter
+from dedup.droplog import KEPT, DropLogWriter
 from dedup.page import Page
 from dedup.record import epoch_seconds
 from dedup.sources import LazyFeaturizer, Source, features_from_source, page_from_source, prepare
@@ -328,9 +328,11 @@ class DedupPipeline(_PipelineBase):
 
     def _seen_dropped(self, url: str) -> None:
         """A page the dropped log holds, fetched again with the content it was dropped for: counted, its
-        entry told when (a short ``seen`` line), and dropped without a second drop line."""
+        entry told when (a mark in a batched ``seen`` line), and dropped without a second drop line."""
         self._inc("dedup/refetched")
-        self._dropped_log.event(SEEN, url)
+        offset = self._dropped.offset(url)
+        if offset is not None:
+            self._dropped_log.seen(offset)
         raise DropItem(f"{url}: fetched again, unchanged; dropped before (see the dropped log)", log_level="DEBUG")
 
     async def _pooled(self, adapter: ItemAdapter, source: Source, replay: Any, body: str | None,

@@ -19,8 +19,11 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   rule's): by these the same page fetched again is known (a crawl's ``crawler.dropped_pages``).
 * an **event** line appended by ``dedup dropped restore``:
   ``{"event": "restored", "url", "time", "record_id", "index"}``; by a crawl that fetched a dropped URL
-  again: ``{"event": "seen", "url", "time"}`` (unchanged: dropped again without a second drop line) or
-  ``{"event": "kept", "url", "time", "status"}`` (its text changed and it was kept this time).
+  again: ``{"event": "seen", "time", "lines": [offset, ...]}`` (unchanged: dropped again without a second drop
+  line; each offset is where the page's latest drop line starts, up to :data:`SEEN_BATCH` pages a line, so a
+  recrawl of an unchanged site adds ~12 bytes a dropped page, where a line a page took ~125; older logs have
+  ``{"event": "seen", "url", "time"}`` lines, read too) or ``{"event": "kept", "url", "time", "status"}`` (its
+  text changed and it was kept this time).
 
 Lines of older logs (no ``index``/``page``; the verdict repeated in ``item.dedup``) are read too.
 
@@ -64,13 +67,16 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
     "parse_time", "append_event", "append_events", "drop_line", "page_from_item", "iso_now", "STATES", "RESTORED",
-    "DropLogWriter", "index_identity", "SEEN", "KEPT",
+    "DropLogWriter", "index_identity", "SEEN", "KEPT", "SEEN_BATCH",
 ]
 
 STATES = ("dropped", "restored", "kept")
 RESTORED = "restored"
 #: events a crawl appends (see the module docstring); ``restored`` is the restore command's
 SEEN, KEPT = "seen", "kept"
+#: pages a ``seen`` line names at most (written at close, or when this many are waiting: a crawl killed loses at
+#: most these marks, which only say when a dropped page was fetched again unchanged)
+SEEN_BATCH = 500
 
 
 def iso_now() -> str:
@@ -283,12 +289,17 @@ def read_log(path: str | os.PathLike) -> DropLog:
         raise FileNotFoundError(f"{path} is a directory, not a dropped log")
     log = DropLog(path)
     by_url: dict[str, Entry] = {}
+    by_offset: dict[int, Entry] = {}  # drop lines by where they start, for batched seen lines
     for number, offset, obj, problem in iter_lines(path):
         log.lines = number
         if problem is not None:
             log.problems.append(LogProblem(number, problem))
             continue
         assert obj is not None
+        if obj.get("event") == SEEN and isinstance(obj.get("lines"), list):
+            log.events += 1
+            _seen_at(by_offset, obj["lines"], obj.get("time") if isinstance(obj.get("time"), str) else None)
+            continue
         url = obj.get("url")
         if not isinstance(url, str) or not url:
             log.problems.append(LogProblem(number, "no url"))
@@ -318,7 +329,9 @@ def read_log(path: str | os.PathLike) -> DropLog:
         item = obj.get("item") if isinstance(obj.get("item"), dict) else {}
         scores = verdict.get("scores") if isinstance(verdict.get("scores"), dict) else {}
         previous = by_url.pop(url, None)  # re-inserted last: entries stay in order of latest drop
-        by_url[url] = Entry(
+        if previous is not None:
+            by_offset.pop(previous.offset, None)
+        by_url[url] = by_offset[offset] = Entry(
             url=url, time=obj.get("time") if isinstance(obj.get("time"), str) else "", verdict=verdict,
             title=str(item.get("title") or ""), line=number, offset=offset, fetched_at=item.get("fetched_at"),
             drops=previous.drops + 1 if previous else 1,
@@ -326,6 +339,15 @@ def read_log(path: str | os.PathLike) -> DropLog:
             body=obj.get("body"), content_hash=obj.get("content_hash") or scores.get("content_hash"))
     log.entries = list(by_url.values())
     return log
+
+
+def _seen_at(by_offset: dict[int, Entry], offsets: list[Any], when: str | None) -> None:
+    """A batched ``seen`` line: each offset names the entry of the drop line that starts there (one a later drop
+    line of its URL replaced is no entry of the log any more: that page was dropped again since)."""
+    for offset in offsets:
+        entry = by_offset.get(offset) if isinstance(offset, int) else None
+        if entry is not None:
+            entry.seen, entry.seen_at = entry.seen + 1, when
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -393,6 +415,7 @@ class DropLogWriter:
         self.index = index_identity(index) if index else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("a", encoding="utf-8")
+        self._seen: list[int] = []  # offsets of the drop lines of pages seen again, not yet written
         self._end_torn_line()
 
     def _end_torn_line(self) -> None:
@@ -417,8 +440,20 @@ class DropLogWriter:
         return self._line(_drop_line(verdict, item, page, self.index, omit, body, content_hash))
 
     def event(self, kind: str, url: str, **fields: Any) -> None:
-        """Append an event line about ``url`` (``seen``, ``kept``: see the module docstring)."""
+        """Append an event line about ``url`` (``kept``: see the module docstring)."""
         self._line({"event": kind, "url": url, "time": iso_now(), **fields})
+
+    def seen(self, offset: int) -> None:
+        """The page whose latest drop line starts at ``offset`` was fetched again unchanged: one mark in the next
+        batched ``seen`` line (see the module docstring)."""
+        self._seen.append(int(offset))
+        if len(self._seen) >= SEEN_BATCH:
+            self._write_seen()
+
+    def _write_seen(self) -> None:
+        if self._seen:
+            self._line({"event": SEEN, "time": iso_now(), "lines": self._seen})
+            self._seen = []
 
     def _line(self, obj: dict[str, Any]) -> int:
         offset = self._file.tell()
@@ -428,11 +463,13 @@ class DropLogWriter:
 
     def sync(self) -> None:
         """Flush and fsync (a checkpoint that must survive a power cut)."""
+        self._write_seen()
         self._file.flush()
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
         if not self._file.closed:
+            self._write_seen()
             self._file.close()
 
 

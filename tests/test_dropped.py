@@ -971,3 +971,32 @@ def test_restoring_a_line_without_text_says_so(work, first, capsys):
     log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     code, out, err = dedup(capsys, "dropped", "restore", url, *args(log, uri))
     assert code == 0 and f"{url} restored into {uri}" in out and "holds no text" in out, out + err
+
+
+def test_seen_marks_are_batched_offsets_of_drop_lines(tmp_path, monkeypatch):
+    """A page fetched again unchanged is marked seen by the offset of its drop line, many to a line (a line a page
+    took ~125 bytes a recrawl): the fold counts each mark on the entry of that drop line, not on one a later drop
+    of its URL replaced; the older one-URL lines are read too; a batch is written when full and at close."""
+    from dedup import droplog
+    from dedup.droplog import DropLogWriter, read_log
+
+    monkeypatch.setattr(droplog, "SEEN_BATCH", 3)
+    path = tmp_path / "dropped.jsonl"
+    writer = DropLogWriter(path)
+    verdict = {"status": "exact_duplicate", "duplicate_of": "http://a.example/"}
+    b1 = writer.write(verdict, {"url": "http://b.example/", "text": "b"})
+    c = writer.write(verdict, {"url": "http://c.example/", "text": "c"})
+    for offset in (b1, c, b1):
+        writer.seen(offset)
+    assert path.read_text(encoding="utf-8").count("\n") == 3  # the batch of three, written when full
+    b2 = writer.write(verdict, {"url": "http://b.example/", "text": "b, dropped again"})
+    writer.seen(b1)  # a mark of the drop line b2 replaced: counts for nothing
+    writer.seen(b2)
+    writer.close()  # the last batch, at close
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [line["lines"] for line in lines if line.get("event") == "seen"] == [[b1, c, b1], [b1, b2]]
+    with open(path, "a", encoding="utf-8") as f:  # a line of an older version
+        f.write(json.dumps({"event": "seen", "url": "http://c.example/", "time": "2030-01-01T00:00:00Z"}) + "\n")
+    entries = {e.url: (e.drops, e.seen, bool(e.seen_at)) for e in read_log(path).entries}
+    assert entries == {"http://b.example/": (2, 1, True), "http://c.example/": (1, 2, True)}
+    assert not read_log(path).problems
