@@ -239,7 +239,7 @@ class Verdict:
 
 _VERDICT_FIELDS = tuple(f.name for f in fields(Verdict) if f.name != "root_hash")
 #: hex digits of the root's content hash a flagged copy's record keeps (48 bits: a changed text is missed
-#: once in ~10^14 changes; 14 bytes of the record's ``extra`` JSON, flagged records only)
+#: once in ~10^14 changes; 22 bytes of the record's ``extra`` JSON, flagged records only)
 ROOT_HASH = 12
 
 
@@ -325,7 +325,6 @@ def chunk_share(a: np.ndarray, b: np.ndarray, k: int = 3) -> float:
     return float((d.min(axis=1) <= k).mean())
 
 
-
 def _keep_root(record: Record, verdict: Verdict) -> None:
     """A flagged copy's record keeps the last :data:`ROOT_HASH` digits of its root's content hash (as
     :meth:`Deduplicator.root_changed` reads them); any other record keeps none (a regrouped or unique one)."""
@@ -333,6 +332,7 @@ def _keep_root(record: Record, verdict: Verdict) -> None:
         record.extra["root"] = verdict.root_hash[-ROOT_HASH:]
     else:
         record.extra.pop("root", None)
+
 
 class Deduplicator:
     """Checks pages against a :class:`~dedup.store.DedupIndex` and adds the kept ones."""
