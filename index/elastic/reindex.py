@@ -498,19 +498,19 @@ class Reindex(Inspection):
         read again for the source id of a stale one). helper-22, helper-24: such copies stayed out of the
         destination, or named a page with other text, after ``--update``."""
         out: list[str] = []
-        flagged = state.flagged()
-        for i in range(0, len(flagged), 500):
-            part = dict(flagged[i:i + 500])  # record id -> source id
+        for rows in state.flagged():
+            part = dict(rows)  # record id -> source id
             out += [part[r.id] for r in local.get(list(part)) if decider.root_changed(r)]
         if not self.dropped_log.is_file():
             return out
-        dropped = set(state.ids(kept=False, sent_only=False))
         drop_log = read_log(self.dropped_log)
         for entry in drop_log.entries:
             if entry.state == "dropped" and holder_gone(local, entry):
                 item = drop_log.item(entry)
-                if item.get("source_index") == self.source_uri and str(item.get("id")) in dropped:
-                    out.append(str(item["id"]))
+                sid = str(item.get("id")) if item.get("source_index") == self.source_uri else None
+                row = state.doc(sid) if sid is not None else None
+                if row is not None and not row[1]:  # this reindex's, and still dropped
+                    out.append(sid)
         return out
 
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,

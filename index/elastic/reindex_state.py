@@ -290,10 +290,14 @@ class WorkState:
         row = self.db.execute("SELECT source_id FROM docs WHERE record_id = ?", (int(record_id),)).fetchone()
         return row[0] if row else None
 
-    def flagged(self) -> list[tuple[int, str]]:
-        """``(local record id, source id)`` of the kept documents flagged as copies (their verdict names a page)."""
-        return self.db.execute("SELECT record_id, source_id FROM docs WHERE kept = 1 AND status != 'unique' "
-                               "AND record_id IS NOT NULL").fetchall()
+    def flagged(self, batch: int = 500) -> Iterator[list[tuple[int, str]]]:
+        """``(local record id, source id)`` of the kept documents flagged as copies (their verdict names a page),
+        ``batch`` at a time (a corpus's millions of copies are never all in memory). Read to the end before
+        anything is written."""
+        cursor = self.db.execute("SELECT record_id, source_id FROM docs WHERE kept = 1 AND status != 'unique' "
+                                 "AND record_id IS NOT NULL")
+        while rows := cursor.fetchmany(batch):
+            yield rows
 
     def regrouped(self, source_id: str, record_id: int, es_record_id: int) -> None:
         """The kept document ``source_id`` is its group's kept page now, under local record ``record_id``: in the
