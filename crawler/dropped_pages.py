@@ -22,8 +22,8 @@ class DroppedPages:
     def __init__(self, path: str | os.PathLike) -> None:
         """None yet (:meth:`read` reads the log at ``path``)."""
         self.path = Path(path)
-        #: url -> (body key, content hash, byte offset of its drop line)
-        self._pages: dict[str, tuple[str | None, str | None, int]] = {}
+        #: url -> (body key, content hash, byte offset of its drop line, the page it matched, the page it names)
+        self._pages: dict[str, tuple[str | None, str | None, int, str | None, str | None]] = {}
         self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
 
     @classmethod
@@ -31,8 +31,8 @@ class DroppedPages:
         """The pages the log at ``path`` holds as dropped (none when there is no log)."""
         pages = cls(path)
         if pages.path.is_file():
-            pages._pages = {e.url: (e.body, e.content_hash, e.offset) for e in read_log(pages.path).entries
-                            if e.state == "dropped"}
+            pages._pages = {e.url: (e.body, e.content_hash, e.offset, e.nearest, e.duplicate_of)
+                            for e in read_log(pages.path).entries if e.state == "dropped"}
         return pages
 
     def get(self, url: str | None) -> tuple[str | None, str | None] | None:
@@ -40,14 +40,21 @@ class DroppedPages:
         found = self._pages.get(url) if url else None
         return None if found is None else found[:2]
 
+    def names(self, url: str) -> tuple[str | None, str | None]:
+        """``(nearest, duplicate_of)`` of ``url``'s drop line: the page it matched and the page its group was
+        kept for, as the line says (``(None, None)`` when the log does not hold it as dropped)."""
+        found = self._pages.get(url)
+        return (None, None) if found is None else found[3:5]
+
     def offset(self, url: str) -> int | None:
         """Where ``url``'s latest drop line starts in the log, when the log holds it as dropped."""
         found = self._pages.get(url)
         return None if found is None else found[2]
 
-    def add(self, url: str, body: str | None, content_hash: str | None, offset: int) -> None:
+    def add(self, url: str, body: str | None, content_hash: str | None, offset: int, nearest: str | None = None,
+            duplicate_of: str | None = None) -> None:
         self.pop(url)
-        self._pages[url] = (body, content_hash, offset)
+        self._pages[url] = (body, content_hash, offset, nearest, duplicate_of)
         if self._by_text is not None and content_hash:
             self._by_text.setdefault(content_hash, set()).add(url)
 
@@ -60,7 +67,7 @@ class DroppedPages:
         """The dropped URLs whose text has ``content_hash``, in the order they were dropped."""
         if self._by_text is None:
             self._by_text = {}
-            for url, (_, text, _) in self._pages.items():
+            for url, (_, text, *_) in self._pages.items():
                 if text:
                     self._by_text.setdefault(text, set()).add(url)
         urls = self._by_text.get(content_hash, ())

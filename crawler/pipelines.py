@@ -282,7 +282,7 @@ class DedupPipeline(_PipelineBase):
         if dropped is not None and dropped[0] == body and dropped[1]:
             if self._turn is not None:  # pages before it are still being decided: one may change that text's holder
                 return _IN_TURN
-            if self.deduplicator.index.lookup("content_hash", dropped[1]):
+            if self._drop_stands(url, dropped[1]):
                 self._seen_dropped(url)  # raises
         return None
 
@@ -296,7 +296,7 @@ class DedupPipeline(_PipelineBase):
                 await turn
             dropped = self._dropped.get(adapter.get("url"))
             try:
-                held = dropped is not None and self.deduplicator.index.lookup("content_hash", dropped[1])
+                held = dropped is not None and self._drop_stands(adapter.get("url"), dropped[1])
             except _unavailable_errors() as exc:  # parsed here, then spooled with its page (as in process_item)
                 return self._decide(adapter, source, None, replay, body, outage=exc)
             if held:
@@ -383,7 +383,8 @@ class DedupPipeline(_PipelineBase):
             # (A replayed page, spooled or reclaimed, is stored with its record's verdict as it is.)
             return self._refetched(adapter, verdict)
         dropped = self._dropped.get(url)
-        if not verdict.kept and dropped is not None and dropped[1] == features.content_hash:
+        if not verdict.kept and dropped is not None and dropped[1] == features.content_hash \
+                and self._dropped.names(url) == (verdict.nearest or verdict.duplicate_of, verdict.duplicate_of):
             self._seen_dropped(url)  # fetched again with the text it was dropped for: not logged twice
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
@@ -418,7 +419,20 @@ class DedupPipeline(_PipelineBase):
                   content_hash: str) -> None:
         offset = self._dropped_log.write(verdict.to_dict(), item, page, omit=(self.html_field,), body=body,
                                          content_hash=None if verdict.rule == "content_hash" else content_hash)
-        self._dropped.add(url, body, content_hash, offset)
+        self._dropped.add(url, body, content_hash, offset, verdict.nearest or verdict.duplicate_of,
+                          verdict.duplicate_of)
+
+    def _drop_stands(self, url: str, content_hash: str) -> bool:
+        """Whether ``url``'s drop holds as its line says, for a page fetched again with the text it was dropped for:
+        the page it matched still holds that text and its group is still kept for the page the line names. Else
+        it is decided again (a new drop line, or kept when no page holds the text): helper-27's copies of a
+        rewritten page went on naming it. A line that names no page matched (older): held by any kept page."""
+        nearest, named = self._dropped.names(url)
+        if not nearest or not named:
+            return bool(self.deduplicator.index.lookup("content_hash", content_hash))
+        holder = self.deduplicator.index.by_url(nearest)
+        return (holder is not None and holder.content_hash == content_hash
+                and self.deduplicator.root_of(holder).url == named)
 
     def _text_left(self, url: str, verdict: Verdict, content_hash: str) -> None:
         """``url``'s record held another text before (``verdict.replaced``): pages dropped as exact copies of that

@@ -325,6 +325,13 @@ def chunk_share(a: np.ndarray, b: np.ndarray, k: int = 3) -> float:
     return float((d.min(axis=1) <= k).mean())
 
 
+def _link_stale(record: Record, root: Record) -> bool:
+    """Whether ``root``, the page ``record`` names, holds another text than the one ``record``'s verdict read (by
+    the hash the record keeps; a record stored before it keeps none, and its link is taken as it is)."""
+    read = record.extra.get("root")
+    return isinstance(read, str) and bool(read) and not (root.content_hash or "").endswith(read)
+
+
 def _keep_root(record: Record, verdict: Verdict) -> None:
     """A flagged copy's record keeps the last :data:`ROOT_HASH` digits of its root's content hash (as
     :meth:`Deduplicator.root_changed` reads them); any other record keeps none (a regrouped or unique one)."""
@@ -462,7 +469,8 @@ class Deduplicator:
 
     def root_changed(self, record: Record) -> bool:
         """``record`` is a kept copy (flagged) whose group's kept page changed or went since it was decided:
-        the record of the page it names is gone, or holds another text than the one the decision read (the
+        the record of the page it names is gone, is a copy itself (a chain: that page's link was stale when this
+        one was decided, and it was decided again since), or holds another text than the one the decision read (the
         content hash kept in ``record.extra["root"]``). Fetched again unchanged, such a page is decided again
         rather than left naming a page that no longer holds its text. A record stored before it kept that hash
         is told by time: its root's record written after it (a record is written only when its text is
@@ -470,12 +478,16 @@ class Deduplicator:
         if record.status == "unique" or not record.duplicate_of:
             return False
         root = self.index.by_url(record.duplicate_of)
-        if root is None:
+        if root is None or root.status != "unique":  # gone, or a copy itself (a chain the pages' edits left)
             return True
-        read = record.extra.get("root")
-        if isinstance(read, str) and read:
-            return not (root.content_hash or "").endswith(read)
+        if isinstance(record.extra.get("root"), str) and record.extra["root"]:
+            return _link_stale(record, root)
         return root.fetched_at > record.fetched_at
+
+    def root_of(self, record: Record) -> Record:
+        """The kept page ``record``'s group was kept for, as a verdict naming ``record`` would name it: the end
+        of its ``duplicate_of`` chain, up to a link that holds another text now (:meth:`_root`)."""
+        return self._root(record, None)
 
     def _refetched(self, record: Record) -> Verdict:
         return Verdict(record.status, record.duplicate_of, "replay_of_recorded_page", {"record": record.id},
@@ -658,12 +670,15 @@ class Deduplicator:
     def _root(self, rec: Record, own_url: str | None) -> Record:
         """The page ``rec``'s group was kept for: ``rec`` itself unless it is flagged as a copy, then the
         record its ``duplicate_of`` names, and so on (a chain is one link long when every verdict names its
-        root; updates of pages can make it longer). Stops at a page that is gone, at a cycle, and before
-        ``own_url`` (the page being decided: a page is never the root of its own copy)."""
+        root; updates of pages can make it longer). Stops at a page that is gone, at a cycle, before
+        ``own_url`` (the page being decided: a page is never the root of its own copy), and before a page that
+        holds another text than the one the link's copy was decided against (its ``extra["root"]``): that page
+        was rewritten, and the copy is what holds its group's text now (helper-27: a rewritten page's copies,
+        each decided again, matched one another and named the rewritten page through the other's stale link)."""
         seen = {rec.id}
         while rec.status != "unique" and rec.duplicate_of and rec.duplicate_of not in (rec.url, own_url):
             nxt = self.index.by_url(rec.duplicate_of)
-            if nxt is None or nxt.id in seen:
+            if nxt is None or nxt.id in seen or _link_stale(rec, nxt):
                 break
             seen.add(nxt.id)
             rec = nxt

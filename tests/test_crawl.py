@@ -671,3 +671,38 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
     third, _ = pipelines_crawl(uri, log, *((u, page.format("Line to close", story)) for u in (b, c)))
     assert third == {b: "refetched", c: "refetched"}  # settled: b recorded, c seen (held by b)
     assert [e.seen for e in read_log(log).entries if e.url == c] == [1]
+
+
+@pytest.mark.parametrize("backend", ["local", "es_emulated"])
+def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_path, request, backend):
+    """helper-27: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r, matched
+    with a). r rewritten as another article: a, fetched again unchanged, is decided again (unique); d's drop line
+    named r although a still holds d's text, and d was only marked seen. Now d is decided again: a new drop line
+    names a. The next crawl, where nothing changed, marks it seen (no third line)."""
+    from dedup.droplog import read_log
+
+    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
+             "between the two market towns, the operator said on Monday. Buses will replace trains. ")
+    near = story * 3 + "The second site adds that the ticket office at the junction stays open on Saturdays. "
+    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
+             "and its owner plans weekend classes for residents who want to learn. ") * 3
+    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    r, a, d = "http://r.example/line", "http://a.example/line", "http://d.example/line"
+    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
+           else f"{request.getfixturevalue('es_url')}/rewritten-{tmp_path.name.lower()}")
+    log = tmp_path / "dropped.jsonl"
+    pages = [(r, page.format("Line to close", story * 3)), (a, page.format("Line to close", near)),
+             (d, page.format("Line closes", near))]
+    first, _ = pipelines_crawl(uri, log, *pages)
+    assert first[a]["duplicate_of"] == r and first[d] == "dropped"
+    assert (read_log(log).get(d).duplicate_of, read_log(log).get(d).nearest) == (r, a)
+    pages[0] = (r, page.format("Bakery prize", other))
+    second, stats = pipelines_crawl(uri, log, *pages)
+    assert second[a]["status"] == "unique" and second[a]["replaced"]["root_changed"]
+    assert second[d] == "dropped" and stats["dedup/exact_duplicate"] == 1
+    entry = read_log(log).get(d)
+    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2)
+    third, _ = pipelines_crawl(uri, log, *pages)
+    assert third == {r: "refetched", a: "refetched", d: "refetched"}
+    entry = read_log(log).get(d)
+    assert (entry.drops, entry.seen) == (2, 1)

@@ -334,6 +334,49 @@ def test_a_flagged_page_is_decided_again_by_its_kept_pages_text_not_by_dates(any
     assert now.status == "unique" and now.replaced["root_changed"] and "root" not in any_index.by_url(copy).extra
 
 
+def test_copies_of_a_rewritten_page_decided_again_never_name_it_through_each_other(any_index):
+    """helper-27: R kept, A and B flagged as its copies; R rewritten as another article. A, decided again, matched
+    B best, and B's verdict still named R: A was flagged as a copy of R again (with R's new text's hash, so it never
+    looked stale after). A link whose page holds another text now ends the walk: A names B; B, decided again,
+    matches A (which names it) and stays its group's kept page. Nothing names R."""
+    d = Deduplicator(any_index)
+    root, a, b = "https://r.example/bridge", "https://a.example/bridge", "https://b.example/bridge"
+    run(d, html("Bridge closes", STORY), root)
+    copy_a = html("Bridge to shut", STORY + ["An extra line from the second site about the ferries."])
+    copy_b = html("Bridge shuts", STORY + ["A line of the third site: the council will meet on Friday."])
+    assert run(d, copy_a, a).duplicate_of == root and run(d, copy_b, b).duplicate_of == root
+    run(d, html("Bakery prize", OTHER), root)  # R is another article now
+    again_a = run(d, copy_a, a)
+    assert again_a.replaced["root_changed"] and again_a.duplicate_of == b and again_a.nearest == b, again_a
+    again_b = run(d, copy_b, b)
+    assert again_b.replaced["root_changed"] and again_b.status == "unique" and again_b.rule == "group_root"
+    records = {r.url: r for r in (any_index.by_url(u) for u in (root, a, b))}
+    assert records[a].duplicate_of == b and records[b].status == "unique" and records[root].status == "unique"
+    assert run(d, copy_a, a).refetched and run(d, copy_b, b).refetched  # settled
+
+
+def test_a_copy_naming_a_page_that_is_itself_a_copy_is_decided_again(any_index):
+    """A chain (a names b, b names c), as copies of a rewritten page decided again one after another can leave it
+    (a named b while b's link was stale, then b was decided again as a copy of c). Fetched again unchanged, a is
+    decided again and names the group's kept page, c; fetched again after that, it is settled."""
+    from dataclasses import replace
+
+    from dedup.deduplicator import ROOT_HASH
+
+    d = Deduplicator(any_index)
+    c, b, a = "https://c.example/bridge", "https://b.example/bridge", "https://a.example/bridge"
+    run(d, html("Bridge closes", STORY), c)
+    copy_b = html("Bridge shuts", STORY + ["A line of the third site: the council will meet on Friday."])
+    copy_a = html("Bridge to shut", STORY + ["An extra line from the second site about the ferries."])
+    assert run(d, copy_b, b).duplicate_of == c and run(d, copy_a, a).duplicate_of == c
+    rec_a, rec_b = any_index.by_url(a), any_index.by_url(b)
+    any_index.replace(rec_a.id, replace(rec_a, duplicate_of=b, extra={**rec_a.extra,
+                                                                      "root": rec_b.content_hash[-ROOT_HASH:]}))
+    again = run(d, copy_a, a)
+    assert again.replaced["root_changed"] and again.duplicate_of == c and any_index.by_url(a).duplicate_of == c
+    assert run(d, copy_a, a).refetched
+
+
 def test_a_flagged_page_whose_kept_page_went_is_decided_again(any_index):
     d = Deduplicator(any_index)
     root, copy = "https://a.example/bridge", "https://b.example/bridge"

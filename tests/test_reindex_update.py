@@ -518,59 +518,107 @@ def test_check_lists_flagged_documents_naming_a_page_not_kept_or_flagged():
     assert _group_problems(docs) == {"naming_a_page_not_kept": ["b"], "naming_a_flagged_page": ["d"]}
 
 
+class Undated:
+    """A source index of ``url`` and ``html`` with no date field, reindexed with ``--keep field:url``."""
+
+    def __init__(self, es_url: str, out) -> None:
+        from elasticsearch import Elasticsearch
+
+        self.name = f"undated-{int(time.time() * 1000) % 10**9}"
+        self.client = Elasticsearch(es_url)
+        self.client.indices.create(index=self.name, mappings={"properties": {
+            "url": {"type": "keyword"}, "html": {"type": "text", "index": False}}})
+        self.args = ["reindex", f"{es_url}/{self.name}", f"{es_url}/{self.name}-v2", "--html-field", "html",
+                     "--keep", "field:url", "--dropped-log", str(out / "dropped.jsonl"),
+                     "--checkpoint", str(out / "checkpoint.json")]
+        self.log = out / "dropped.jsonl"
+
+    def put(self, *pages: tuple[str, str]) -> None:
+        """``(key, html)`` pages at ``http://KEY.example/``, ``_id`` KEY; then a refresh."""
+        for key, html in pages:
+            self.client.index(index=self.name, id=key, document={"url": f"http://{key}.example/", "html": html})
+        self.client.indices.refresh(index=self.name)
+
+    def verdicts(self) -> dict[str, dict]:
+        """``_id`` -> the destination document's verdict."""
+        self.client.indices.refresh(index=f"{self.name}-v2")
+        hits = self.client.search(index=f"{self.name}-v2", size=100)["hits"]["hits"]
+        return {h["_id"]: h["_source"]["dedup"] for h in hits}
+
+    def close(self) -> None:
+        for index in (self.name, f"{self.name}-v2", f"{self.name}-v2-dedup"):
+            self.client.options(ignore_status=404).indices.delete(index=index)
+        self.client.close()
+
+
+@pytest.fixture
+def undated(es_url, tmp_path):
+    source = Undated(es_url, tmp_path)
+    yield source
+    source.close()
+
+
+def settled(undated, capsys) -> None:
+    """``--check`` finds the destination in step, and an update with nothing changed decides nothing again."""
+    assert main(undated.args + ["--check"]) == 0
+    capsys.readouterr()
+    assert main(undated.args + ["--update"]) == 0
+    assert "decided again, the page" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("killed", [0, 3, 4])
-def test_an_update_decides_again_copies_whose_page_was_rewritten_without_dates(es_url, tmp_path, capsys, killed):
+def test_an_update_decides_again_copies_whose_page_was_rewritten_without_dates(undated, capsys, killed):
     """helper-26: a source without a date field; a, kept, with b flagged as its near copy; c, kept, with d dropped
     as its exact copy. a and c are then rewritten as other articles, b and d left as they were. The update decides
     b and d again after its read (by the content hash each verdict read of its page, not by dates, which there are
     none of): b is unique now, d is kept (its drop undone by a ``kept`` event), and a second update decides
     nothing again. ``killed``: the update is killed (SIGKILL) right after that decision of the run (3, 4: the two
     decided after the read, before their batch is committed), then run again, to the same end."""
-    from elasticsearch import Elasticsearch
-
     from dedup.droplog import read_log
 
-    name = f"upddates-{int(time.time() * 1000) % 10**9}"
-    client = Elasticsearch(es_url)
-    client.indices.create(index=name, mappings={"properties": {
-        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}}})
     near = BAKERY.replace("rye loaves on Saturdays", "spelt loaves on Sundays")
+    undated.put(("a", article("Bakery hours", BAKERY)), ("b", article("Bakery opens earlier", near)),
+                ("d", article("Choir seeks tenors", CHOIR)), ("c", article("Choir seeks tenors", CHOIR)))
+    assert main(undated.args) == 0
+    first = undated.verdicts()
+    assert first["b"]["status"] in ("near_duplicate", "duplicate") and first["b"]["duplicate_of"] == "http://a.example/"
+    assert set(first) == {"a", "b", "c"}, first  # d dropped as c's exact copy (c's URL sorts first)
+    undated.put(("a", article("Robotics fair", SENTENCE * 4)),
+                ("c", article("Robotics team", SENTENCE + " The drone was built from parts of an old lawn mower.")))
+    capsys.readouterr()
+    if killed:
+        killed_run("decided", killed, undated.args + ["--update"])
+    assert main(undated.args + ["--update"]) == 0
+    summary = capsys.readouterr().out
+    assert killed or "update: 2 unchanged decided again" in summary, summary
+    now = undated.verdicts()
+    assert set(now) == {"a", "b", "c", "d"}, now
+    assert now["b"]["status"] == "unique" and now["d"]["status"] == "unique", now
+    assert read_log(undated.log).get("http://d.example/").state == "kept"
+    settled(undated, capsys)
 
-    def put(key, html):
-        client.index(index=name, id=key, document={"url": f"http://{key}.example/", "html": html})
 
-    try:
-        put("a", article("Bakery hours", BAKERY))
-        put("b", article("Bakery opens earlier", near))
-        put("d", article("Choir seeks tenors", CHOIR))
-        put("c", article("Choir seeks tenors", CHOIR))
-        client.indices.refresh(index=name)
-        args = ["reindex", f"{es_url}/{name}", f"{es_url}/{name}-v2", "--html-field", "html", "--keep", "field:url",
-                "--dropped-log", str(tmp_path / "dropped.jsonl"), "--checkpoint", str(tmp_path / "checkpoint.json")]
-        assert main(args) == 0
-        first = {h["_id"]: h["_source"]["dedup"] for h in client.search(index=f"{name}-v2", size=10)["hits"]["hits"]}
-        assert first["b"]["status"] in ("near_duplicate", "duplicate") and first["b"]["duplicate_of"] == "http://a.example/"
-        assert set(first) == {"a", "b", "c"}, first  # d dropped as c's exact copy (c's URL sorts first)
-        put("a", article("Robotics fair", SENTENCE * 4))
-        put("c", article("Robotics team", SENTENCE + " The drone was built from parts of an old lawn mower."))
-        client.indices.refresh(index=name)
-        capsys.readouterr()
-        if killed:
-            killed_run("decided", killed, args + ["--update"])
-        assert main(args + ["--update"]) == 0
-        summary = capsys.readouterr().out
-        assert killed or "update: 2 unchanged decided again" in summary, summary
-        client.indices.refresh(index=f"{name}-v2")
-        now = {h["_id"]: h["_source"]["dedup"] for h in client.search(index=f"{name}-v2", size=10)["hits"]["hits"]}
-        assert set(now) == {"a", "b", "c", "d"}, now
-        assert now["b"]["status"] == "unique" and now["d"]["status"] == "unique", now
-        log = read_log(tmp_path / "dropped.jsonl")
-        assert log.get("http://d.example/").state == "kept"
-        assert main(args + ["--check"]) == 0
-        capsys.readouterr()
-        assert main(args + ["--update"]) == 0
-        assert "decided again, the page" not in capsys.readouterr().out
-    finally:
-        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
-            client.options(ignore_status=404).indices.delete(index=index)
-        client.close()
+def test_an_update_leaves_no_copy_naming_a_rewritten_page_through_another_copy(undated, capsys):
+    """helper-27's groups, in a reindex: r kept; a and b flagged as its copies; c dropped as an exact copy of a (its
+    line names r). r rewritten as another article: decided again after the read, a and b each match the other,
+    which named r; neither may name r now (one is the group's kept page, the other names it), and c's new drop line
+    names that group's page. A second update decides nothing again."""
+    from dedup.droplog import read_log
+
+    near_a = BAKERY.replace("two apprentices", "three apprentices")
+    near_b = BAKERY.replace("a second oven", "a larger oven")
+    undated.put(("a", article("Bakery hours", near_a)), ("b", article("Bakery hours", near_b)),
+                ("c", article("Bakery hours", near_a)),  # an exact copy of a's text
+                ("0", article("Bakery hours", BAKERY)))  # read first (--keep field:url): the group's kept page
+    assert main(undated.args) == 0
+    first, root = undated.verdicts(), "http://0.example/"
+    assert first["a"]["duplicate_of"] == root and first["b"]["duplicate_of"] == root and "c" not in first, first
+    assert read_log(undated.log).get("http://c.example/").duplicate_of == root
+    undated.put(("0", article("Choir seeks tenors", CHOIR)))
+    assert main(undated.args + ["--update"]) == 0
+    now = undated.verdicts()
+    assert not any(v.get("duplicate_of") == root for v in now.values()), now
+    kept = [k for k in ("a", "b") if now[k]["status"] == "unique"]
+    assert len(kept) == 1 and now[{"a": "b", "b": "a"}[kept[0]]]["duplicate_of"] == f"http://{kept[0]}.example/"
+    assert read_log(undated.log).get("http://c.example/").duplicate_of == f"http://{kept[0]}.example/"
+    settled(undated, capsys)

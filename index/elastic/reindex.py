@@ -93,24 +93,26 @@ _TEXT_TYPES = ("text", "match_only_text", "keyword", "wildcard")  # what a text,
 _ANALYSED_TYPES = ("text", "match_only_text")  # of those, the ones an error names as text fields
 #: the time field ``oldest`` and ``newest`` sort by when none is named and the source has it
 DEFAULT_TIME_FIELD = "fetched_at"
+#: rounds of an update's decisions after its read (see Reindex._loop): one, and one for the chains it leaves
+STALE_ROUNDS = 3
 _DATE_TYPES = ("date", "date_nanos")
 _SORTABLE = ("keyword", "date", "date_nanos", "long", "integer", "short", "byte", "double", "float",
              "half_float", "scaled_float", "unsigned_long", "boolean", "ip", "version")
 
 
-def holder_gone(local: Any, entry: Entry) -> bool:
-    """Whether the page a dropped document was matched with (its drop line's ``nearest``) holds its text no more
-    (it changed since, or went), or no kept page does: then it is decided again, as a crawl decides such a page
-    again, kept if no kept page holds the text, else dropped naming the one that does (helper-24: its drop line
-    kept naming the changed page, which ``explain`` compared it with). Unknown (a line without the text's key):
-    False."""
-    text, holder = entry.content_hash, entry.nearest
-    if not text:
+def drop_stale(decider: Deduplicator, entry: Entry) -> bool:
+    """Whether a dropped document's drop line no longer says what holds its text: the page it matched (``nearest``)
+    went, or holds other text (an exact copy's), or its group is kept for another page than the line names (that
+    page rewritten: helper-27). Then it is decided again, as a crawl decides such a page again: kept if no kept page
+    holds the text, else dropped naming the one that does (helper-24: its line kept naming the changed page, which
+    ``explain`` compared it with). A line without the text's key or the page matched (older): False."""
+    text, nearest = entry.content_hash, entry.nearest
+    if not text or not nearest:
         return False
-    if not local.lookup("content_hash", text):
+    record = decider.index.by_url(nearest)
+    if record is None or (entry.status == "exact_duplicate" and record.content_hash != text):
         return True
-    record = local.by_url(holder) if holder else None
-    return bool(holder) and (record is None or record.content_hash != text)
+    return bool(entry.duplicate_of) and decider.root_of(record).url != entry.duplicate_of
 
 
 @dataclass
@@ -420,14 +422,9 @@ class Reindex(Inspection):
                 known[sid] = (row, body, skey)
                 yield hit, sort
 
-        def again() -> Iterator[tuple[dict[str, Any], None]]:
-            """Once every document was read, the unchanged ones whose verdict the update's changes made stale
-            (:meth:`_stale_ids`): the page a copy was decided against may come after it in the read order (an
-            edited page has a newer time). Read again by id, a batch a request, and decided as updates; the read
-            position stays where the read ended."""
-            if sink is not None:
-                sink.flush(wait=True)  # the drop lines of this run's decisions are in the log before it is read
-            todo_ids = self._stale_ids(state, local, decider)
+        def again(todo_ids: list[str]) -> Iterator[tuple[dict[str, Any], None]]:
+            """``todo_ids`` read again by id, a batch a request, to be decided as updates (the read position stays
+            where the read ended)."""
             for i in range(0, len(todo_ids), self.read_size):
                 ids = todo_ids[i:i + self.read_size]
                 got = src.call("read documents to decide again", src.client.mget, index=src_name, ids=ids)
@@ -486,16 +483,25 @@ class Reindex(Inspection):
 
         for hit, sort, page, features in self._featured(todo(), decider):
             decide(hit, sort, page, features)
-        if updating:
-            for hit, _, page, features in self._featured(again(), decider):
+        # Once every document was read, the unchanged ones whose verdict the update's changes made stale
+        # (_stale_ids): the page a copy was decided against may come after it in the read order (an edited page has
+        # a newer time). A round's decisions can leave a copy naming another copy decided after it (copies of a
+        # rewritten page each match another): the next round decides it again, up to STALE_ROUNDS rounds.
+        for _ in range(STALE_ROUNDS if updating else 0):
+            if sink is not None:
+                sink.flush(wait=True)  # the drop lines of this run's decisions are in the log before it is read
+            todo_ids = self._stale_ids(state, local, decider)
+            if not todo_ids:
+                break
+            for hit, _, page, features in self._featured(again(todo_ids), decider):
                 decide(hit, None, page, features)
 
     def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> list[str]:
         """Source ids of the documents decided before whose text is unchanged but whose verdict is stale: kept
         as copies of a page that changed or went (:meth:`Deduplicator.root_changed`, as a crawl decides such a
         page again: one ``get`` of their records a batch, one ``by_url`` each), or dropped as copies of a page
-        that holds their text no more (:func:`holder_gone`, from their drop lines: the log read once, its line
-        read again for the source id of a stale one). helper-22, helper-24: such copies stayed out of the
+        that holds their text no more or whose group is kept for another page now (:func:`drop_stale`, from their
+        drop lines: the log read once, its line read again for the source id of a stale one). helper-22, helper-24: such copies stayed out of the
         destination, or named a page with other text, after ``--update``."""
         out: list[str] = []
         for rows in state.flagged():
@@ -505,7 +511,7 @@ class Reindex(Inspection):
             return out
         drop_log = read_log(self.dropped_log)
         for entry in drop_log.entries:
-            if entry.state == "dropped" and holder_gone(local, entry):
+            if entry.state == "dropped" and drop_stale(decider, entry):
                 item = drop_log.item(entry)
                 sid = str(item.get("id")) if item.get("source_index") == self.source_uri else None
                 row = state.doc(sid) if sid is not None else None
