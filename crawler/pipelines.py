@@ -380,8 +380,14 @@ class DedupPipeline(_PipelineBase):
         if verdict.refetched and not replay:
             # the same URL with the same content is recorded already: the page was fetched again (a second
             # crawl, or Scrapy fetching a start URL again when a page links to it), not a copy of itself.
-            # (A replayed page, spooled or reclaimed, is stored with its record's verdict as it is.)
             return self._refetched(adapter, verdict)
+        if verdict.refetched:
+            # a replayed page (spooled, or reclaimed after a kill) its record holds already: stored with its record's
+            # verdict as it is, and counted as fetched again, not kept again (helper-27, helper-28: a resumed crawl
+            # counted 30 such pages in dedup/kept and dedup/unique or duplicate)
+            self._inc("dedup/refetched")
+            self._set_dedup(adapter, verdict.to_dict())
+            return item
         dropped = self._dropped.get(url)
         if not verdict.kept and dropped is not None and dropped[1] == features.content_hash \
                 and self._dropped.names(url) == (verdict.nearest or verdict.duplicate_of, verdict.duplicate_of):

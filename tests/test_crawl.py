@@ -706,3 +706,31 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     assert third == {r: "refetched", a: "refetched", d: "refetched"}
     entry = read_log(log).get(d)
     assert (entry.drops, entry.seen) == (2, 1)
+
+
+def test_a_replayed_page_its_record_holds_counts_as_fetched_again_not_kept(tmp_path):
+    """helper-27, helper-28: a crawl resumed after a kill replays the items of its reclaimed requests; one whose
+    record holds its text already (decided before the kill; its HTML around the text may differ) was counted in
+    ``dedup/kept`` and ``dedup/unique`` again. It is counted as fetched again, and goes on with its record's verdict."""
+    from scrapy.utils.test import get_crawler
+
+    from crawler.pipelines import DedupPipeline
+    from crawler.spool import REPLAY_KEY
+
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+    text = ("The regional line will close for three weekends in spring while engineers replace the signals "
+            "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    url = "http://a.example/line"
+    first, _ = pipelines_crawl(uri, log, (url, f"<html><head><title>Line</title></head><body><p>{text}</p></body></html>"))
+    assert first[url]["status"] == "unique"
+    crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
+    dedup = DedupPipeline.from_crawler(crawler)
+    dedup.open_spider()
+    try:
+        html = f"<html><head><title>Line</title></head><body><nav>Home</nav><p>{text}</p></body></html>"
+        item = dedup.process_item({"url": url, "html": html, "dedup": {REPLAY_KEY: "dedup"}})
+    finally:
+        dedup.close_spider()
+    stats = crawler.stats.get_stats()
+    assert item["dedup"]["status"] == "unique" and item["dedup"]["rule"] == "replay_of_recorded_page"
+    assert stats.get("dedup/refetched") == 1 and not stats.get("dedup/kept") and not stats.get("dedup/unique")
