@@ -310,7 +310,15 @@ class DedupPipeline(_PipelineBase):
         to IndexPipeline, which stores it only if the search index misses it (a kill between the writes)."""
         self._inc("dedup/refetched")
         self._set_dedup(adapter, {**verdict.to_dict(), REFETCH_KEY: True})
+        self._kept_since(adapter.get("url"), verdict)
         return adapter.item
+
+    def _kept_since(self, url: str | None, verdict: Verdict) -> None:
+        """A page its record holds, which the dropped log still holds as dropped: kept by a crawl killed (or cut off
+        from the index) before it wrote the ``kept`` event, which is written now (helper-29)."""
+        if url and verdict.kept and self._dropped.get(url) is not None:
+            self._dropped.pop(url)
+            self._dropped_log.event(KEPT, url, status=verdict.status)
 
     def _regrouped(self, url: str, verdict: Verdict) -> None:
         """The page ``verdict`` names was flagged as a copy of ``url``, whose new text (an edit, or the page put
@@ -387,6 +395,7 @@ class DedupPipeline(_PipelineBase):
             # counted 30 such pages in dedup/kept and dedup/unique or duplicate)
             self._inc("dedup/refetched")
             self._set_dedup(adapter, verdict.to_dict())
+            self._kept_since(url, verdict)
             return item
         dropped = self._dropped.get(url)
         if not verdict.kept and dropped is not None and dropped[1] == features.content_hash \

@@ -21,7 +21,7 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   ``{"event": "restored", "url", "time", "record_id", "index"}``; by a crawl that fetched a dropped URL
   again: ``{"event": "seen", "time", "lines": [offset, ...]}`` (unchanged: dropped again without a second drop
   line; each offset is where the page's latest drop line starts, up to :data:`SEEN_BATCH` pages a line, so a
-  recrawl of an unchanged site adds ~12 bytes a dropped page, where a line a page took ~125; older logs have
+  recrawl of an unchanged site adds ~8-9 bytes a dropped page, where a line a page took ~125; older logs have
   ``{"event": "seen", "url", "time"}`` lines, read too) or ``{"event": "kept", "url", "time", "status"}`` (its
   text changed and it was kept this time).
 
@@ -456,10 +456,12 @@ class DropLogWriter:
             self._seen = []
 
     def _line(self, obj: dict[str, Any]) -> int:
-        offset = self._file.tell()
-        self._file.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        """Write ``obj`` as a line; returns where the line starts. Told from where the write ended (the file is
+        opened to append: another crawl appending to the same log moves the end, not this file's position)."""
+        data = json.dumps(obj, ensure_ascii=False, default=str) + "\n"
+        self._file.write(data)
         self._file.flush()
-        return offset
+        return os.lseek(self._file.fileno(), 0, os.SEEK_CUR) - len(data.encode("utf-8"))
 
     def sync(self) -> None:
         """Flush and fsync (a checkpoint that must survive a power cut)."""

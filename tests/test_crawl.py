@@ -734,3 +734,31 @@ def test_a_replayed_page_its_record_holds_counts_as_fetched_again_not_kept(tmp_p
     stats = crawler.stats.get_stats()
     assert item["dedup"]["status"] == "unique" and item["dedup"]["rule"] == "replay_of_recorded_page"
     assert stats.get("dedup/refetched") == 1 and not stats.get("dedup/kept") and not stats.get("dedup/unique")
+
+
+def test_a_page_kept_by_a_killed_crawl_before_its_kept_event_gets_it_when_fetched_again(tmp_path):
+    """helper-29: a page the dropped log holds as dropped, changed and kept by a crawl killed after its record was
+    added and before the ``kept`` event was written: fetched again (replayed, or in the next crawl), its record
+    holds it, and the log gets the event (it listed a kept page as dropped for good)."""
+    from dedup.deduplicator import Deduplicator
+    from dedup.droplog import read_log
+    from dedup.page import parse_page
+    from dedup.sources import Source
+    from index import open_index
+
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+    text = ("The regional line will close for three weekends in spring while engineers replace the signals "
+            "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
+             "and its owner plans weekend classes for residents who want to learn. ") * 3
+    page = "<html><head><title>{}</title></head><body><p>{}</p></body></html>"
+    a, b = "http://a.example/line", "http://b.example/line"
+    first, _ = pipelines_crawl(uri, log, (a, page.format("Line", text)), (b, page.format("Line", text)))
+    assert first[b] == "dropped"
+    changed = page.format("Bakery", other)
+    with open_index(uri) as index:  # the killed crawl: b decided and recorded, no event written
+        Deduplicator(index).process(parse_page(changed, b), body=Source(url=b, html=changed.encode()).body_key)
+    assert read_log(log).get(b).state == "dropped"
+    again, stats = pipelines_crawl(uri, log, (b, changed))
+    assert again[b]["rule"] == "replay_of_recorded_page" and stats["dedup/refetched"] == 1  # stored: it was not
+    assert read_log(log).get(b).state == "kept"

@@ -1000,3 +1000,20 @@ def test_seen_marks_are_batched_offsets_of_drop_lines(tmp_path, monkeypatch):
     entries = {e.url: (e.drops, e.seen, bool(e.seen_at)) for e in read_log(path).entries}
     assert entries == {"http://b.example/": (2, 1, True), "http://c.example/": (1, 2, True)}
     assert not read_log(path).problems
+
+
+def test_two_writers_on_one_log_tell_where_their_own_lines_start(tmp_path):
+    """helper-29: two crawls appending to one log: a writer told where a line starts by its own file position, which
+    another crawl's lines had moved past; that offset named the other crawl's line (a seen mark, or the line a page
+    is rebuilt from). Each offset is where that writer's line starts."""
+    from dedup.droplog import DropLogWriter
+
+    path = tmp_path / "dropped.jsonl"
+    one, two = DropLogWriter(path), DropLogWriter(path)
+    verdict = {"status": "exact_duplicate", "duplicate_of": "http://a.example/"}
+    offsets = {url: writer.write(verdict, {"url": url, "text": url})
+               for writer, url in ((one, "http://b.example/"), (two, "http://c.example/"), (one, "http://d.example/"))}
+    one.close(), two.close()
+    data = path.read_bytes()
+    for url, offset in offsets.items():
+        assert json.loads(data[offset:data.index(b"\n", offset)])["url"] == url

@@ -622,3 +622,45 @@ def test_an_update_leaves_no_copy_naming_a_rewritten_page_through_another_copy(u
     assert len(kept) == 1 and now[{"a": "b", "b": "a"}[kept[0]]]["duplicate_of"] == f"http://{kept[0]}.example/"
     assert read_log(undated.log).get("http://c.example/").duplicate_of == f"http://{kept[0]}.example/"
     settled(undated, capsys)
+
+
+def test_a_dropped_document_moved_to_another_url_is_decided_again_once(undated, capsys):
+    """helper-29: c, dropped as an exact copy of 0, then moved to another URL and dropped as a copy of 1, has two drop
+    entries (the log folds by URL). Both pages it matched rewritten, both entries are stale: the old URL's line is
+    not c's now and is left alone (it was decided again, a drop line a round, on every update), and c is listed once
+    (twice, it made ``--workers`` fail with KeyError). The next update decides nothing again."""
+    undated.put(("0", article("Bakery hours", BAKERY)), ("c", article("Bakery hours", BAKERY)),
+                ("x", article("Choir seeks tenors", CHOIR)), ("1", article("Choir seeks tenors", CHOIR)))
+    assert main(undated.args) == 0
+    undated.client.index(index=undated.name, id="c",
+                         document={"url": "http://c2.example/", "html": article("Choir seeks tenors", CHOIR)})
+    undated.put()
+    assert main(undated.args + ["--update"]) == 0
+    undated.put(("0", article("Robotics fair", SENTENCE * 4)),
+                ("1", article("Robotics team", SENTENCE + " The drone was built from parts of an old lawn mower.")))
+    capsys.readouterr()
+    assert main(undated.args + ["--update", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "update: 2 unchanged decided again" in out, out  # c, and x (dropped as a copy of 1)
+    lines = len(undated.log.read_text(encoding="utf-8").splitlines())
+    settled(undated, capsys)
+    assert len(undated.log.read_text(encoding="utf-8").splitlines()) == lines
+
+
+def test_a_copy_naming_a_copy_gone_from_the_source_is_not_decided_again_each_update(undated, capsys):
+    """helper-29: b, flagged as a copy of 0, is deleted from the source (its record stays); 0 is rewritten, so b's
+    link is stale; d, added, matches b and names it (b holds its text). d names a copy, but deciding it again would
+    name b again: it is not decided again on every update (it was, its record replaced each time)."""
+    near_a = BAKERY.replace("two apprentices", "three apprentices")
+    near_b = BAKERY.replace("a second oven", "a larger oven")
+    undated.put(("0", article("Bakery hours", BAKERY)), ("b", article("Bakery hours", near_a)))
+    assert main(undated.args) == 0
+    undated.client.delete(index=undated.name, id="b")
+    undated.put(("0", article("Choir seeks tenors", CHOIR)))
+    assert main(undated.args + ["--update"]) == 0
+    undated.put(("d", article("Bakery hours", near_b)))
+    assert main(undated.args + ["--update"]) == 0
+    assert undated.verdicts()["d"]["duplicate_of"] == "http://b.example/"
+    capsys.readouterr()
+    assert main(undated.args + ["--update"]) == 0
+    assert "decided again, the page" not in capsys.readouterr().out

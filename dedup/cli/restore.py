@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 from index import open_index, open_search
 
-from ..deduplicator import ROOT_HASH, DedupConfig
+from ..deduplicator import DedupConfig
 from ..droplog import RESTORED, DropLog, Entry, append_event, index_identity, iso_now
 from ..record import epoch_seconds
 from ..sources import make_featurizer, page_from_source
@@ -142,7 +142,6 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
         record = features.to_record(page, status=entry.status or "exact_duplicate",
                                     duplicate_of=entry.duplicate_of, fetched_at=fetched_at)
         record.extra["restored_at"] = when
-        _keep_root(index, record)
         try:
             record_id = index.add(record)
         except KeyTaken as exc:
@@ -150,7 +149,6 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
             holder = index.get([exc.record_id])
             record.status = "exact_duplicate"
             record.duplicate_of = holder[0].url if holder else entry.duplicate_of
-            _keep_root(index, record)
             record_id = index.add(record)
     doc = {"url": entry.url, "title": page.title, "text": page.text,
            "fetched_at": fetched_at, "dedup": restored_dedup(entry.verdict, when)}
@@ -167,13 +165,3 @@ def _restore_one(log: DropLog, entry: Entry, index: Any, search: Any, config: An
     empty = "" if page.text.strip() else "; its drop line holds no text (edited by hand?), so it has its title alone"
     return RestoreResult(entry.url, "restored", f"{entry.url} restored into {target} (dedup record {record_id})"
                          + empty, record_id, target)
-
-
-def _keep_root(index: Any, record: Any) -> None:
-    """A restored copy keeps its root's content hash as a crawl's flagged copy does
-    (:meth:`dedup.deduplicator.Deduplicator.root_changed`): fetched again unchanged after that page changed, it is
-    decided again."""
-    root = index.by_url(record.duplicate_of) if record.duplicate_of else None
-    record.extra.pop("root", None)
-    if root is not None and root.content_hash:
-        record.extra["root"] = root.content_hash[-ROOT_HASH:]

@@ -422,11 +422,13 @@ class Reindex(Inspection):
                 known[sid] = (row, body, skey)
                 yield hit, sort
 
-        def again(todo_ids: list[str]) -> Iterator[tuple[dict[str, Any], None]]:
-            """``todo_ids`` read again by id, a batch a request, to be decided as updates (the read position stays
-            where the read ended)."""
-            for i in range(0, len(todo_ids), self.read_size):
-                ids = todo_ids[i:i + self.read_size]
+        def again(todo: dict[str, set[str] | None]) -> Iterator[tuple[dict[str, Any], None]]:
+            """The documents of ``todo`` (source id -> the URLs of its stale drop lines, or None) read again by id,
+            a batch a request, to be decided as updates (the read position stays where the read ended). One at
+            another URL now is not: that line is an older URL's, which its document no longer has."""
+            ids_all = list(todo)
+            for i in range(0, len(ids_all), self.read_size):
+                ids = ids_all[i:i + self.read_size]
                 got = src.call("read documents to decide again", src.client.mget, index=src_name, ids=ids)
                 for hit in got.get("docs", []):
                     if not hit.get("found"):
@@ -434,6 +436,8 @@ class Reindex(Inspection):
                     sid = str(hit["_id"])
                     row = state.doc(sid)
                     source = make.source(hit)
+                    if todo.get(sid) and (source.url or sid) not in todo[sid]:
+                        continue
                     skey, data = source_keys(hit["_source"], source)
                     known[sid] = (row, body_key(data), skey)
                     report.decided_again += 1
@@ -490,23 +494,25 @@ class Reindex(Inspection):
         for _ in range(STALE_ROUNDS if updating else 0):
             if sink is not None:
                 sink.flush(wait=True)  # the drop lines of this run's decisions are in the log before it is read
-            todo_ids = self._stale_ids(state, local, decider)
-            if not todo_ids:
-                break
-            for hit, _, page, features in self._featured(again(todo_ids), decider):
+            todo = self._stale_ids(state, local, decider)
+            before = report.decided_again
+            for hit, _, page, features in self._featured(again(todo), decider):
                 decide(hit, None, page, features)
+            if report.decided_again == before:
+                break  # nothing to decide again (or only documents gone from the source, or moved to another URL)
 
-    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> list[str]:
+    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> dict[str, set[str] | None]:
         """Source ids of the documents decided before whose text is unchanged but whose verdict is stale: kept
         as copies of a page that changed or went (:meth:`Deduplicator.root_changed`, as a crawl decides such a
         page again: one ``get`` of their records a batch, one ``by_url`` each), or dropped as copies of a page
         that holds their text no more or whose group is kept for another page now (:func:`drop_stale`, from their
-        drop lines: the log read once, its line read again for the source id of a stale one). helper-22, helper-24: such copies stayed out of the
+        drop lines: the log read once, its line read again for the source id of a stale one; only the line of the
+        URL the document has now counts, read again). helper-22, helper-24: such copies stayed out of the
         destination, or named a page with other text, after ``--update``."""
-        out: list[str] = []
+        out: dict[str, set[str] | None] = {}  # source id -> the URLs of its stale drop lines (None: a flagged one)
         for rows in state.flagged():
             part = dict(rows)  # record id -> source id
-            out += [part[r.id] for r in local.get(list(part)) if decider.root_changed(r)]
+            out.update((part[r.id], None) for r in local.get(list(part)) if decider.root_changed(r))
         if not self.dropped_log.is_file():
             return out
         drop_log = read_log(self.dropped_log)
@@ -516,7 +522,7 @@ class Reindex(Inspection):
                 sid = str(item.get("id")) if item.get("source_index") == self.source_uri else None
                 row = state.doc(sid) if sid is not None else None
                 if row is not None and not row[1]:  # this reindex's, and still dropped
-                    out.append(sid)
+                    out.setdefault(sid, set()).add(entry.url)  # type: ignore[union-attr]
         return out
 
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,
