@@ -1,16 +1,17 @@
 """The pages a crawl's dropped log holds as dropped, as :class:`~crawler.pipelines.DedupPipeline` knows them.
 
 For each dropped URL: the key of the bytes it was dropped for (the same page fetched again is known before
-parsing), the content hash of its text (the text a kept page must hold), and where its drop line starts in
+parsing), the content hash of its text (the text a kept page must hold), where its drop line starts in
 the log (the page is rebuilt from that line when no kept page holds its text any more: :meth:`holding`,
-:meth:`logged`). Read from the log when the crawl opens it, kept up to date as the crawl drops and keeps.
+:meth:`logged`; a seen mark names it), and the pages its line names (:meth:`names`: the drop stands while they
+still hold its text and its group). Read from the log when the crawl opens it, kept up to date as the crawl drops and keeps.
 """
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from dedup.droplog import read_log
 from dedup.sources import Source
@@ -18,12 +19,19 @@ from dedup.sources import Source
 __all__ = ["DroppedPages"]
 
 
+class _Dropped(NamedTuple):
+    body: str | None  # the key of the bytes it was dropped for
+    text: str | None  # the content hash of its text
+    offset: int  # where its drop line starts
+    nearest: str | None  # the page it matched
+    named: str | None  # the page its group was kept for (its line's duplicate_of)
+
+
 class DroppedPages:
     def __init__(self, path: str | os.PathLike) -> None:
         """None yet (:meth:`read` reads the log at ``path``)."""
         self.path = Path(path)
-        #: url -> (body key, content hash, byte offset of its drop line, the page it matched, the page it names)
-        self._pages: dict[str, tuple[str | None, str | None, int, str | None, str | None]] = {}
+        self._pages: dict[str, _Dropped] = {}
         self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
 
     @classmethod
@@ -31,52 +39,52 @@ class DroppedPages:
         """The pages the log at ``path`` holds as dropped (none when there is no log)."""
         pages = cls(path)
         if pages.path.is_file():
-            pages._pages = {e.url: (e.body, e.content_hash, e.offset, e.nearest, e.duplicate_of)
+            pages._pages = {e.url: _Dropped(e.body, e.content_hash, e.offset, e.nearest, e.duplicate_of)
                             for e in read_log(pages.path).entries if e.state == "dropped"}
         return pages
 
     def get(self, url: str | None) -> tuple[str | None, str | None] | None:
         """``(body key, content hash)`` of ``url`` when the log holds it as dropped, else None."""
         found = self._pages.get(url) if url else None
-        return None if found is None else found[:2]
+        return None if found is None else (found.body, found.text)
 
     def names(self, url: str) -> tuple[str | None, str | None]:
         """``(nearest, duplicate_of)`` of ``url``'s drop line: the page it matched and the page its group was
         kept for, as the line says (``(None, None)`` when the log does not hold it as dropped)."""
         found = self._pages.get(url)
-        return (None, None) if found is None else found[3:5]
+        return (None, None) if found is None else (found.nearest, found.named)
 
     def offset(self, url: str) -> int | None:
         """Where ``url``'s latest drop line starts in the log, when the log holds it as dropped."""
         found = self._pages.get(url)
-        return None if found is None else found[2]
+        return None if found is None else found.offset
 
     def add(self, url: str, body: str | None, content_hash: str | None, offset: int, nearest: str | None = None,
             duplicate_of: str | None = None) -> None:
         self.pop(url)
-        self._pages[url] = (body, content_hash, offset, nearest, duplicate_of)
+        self._pages[url] = _Dropped(body, content_hash, offset, nearest, duplicate_of)
         if self._by_text is not None and content_hash:
             self._by_text.setdefault(content_hash, set()).add(url)
 
     def pop(self, url: str) -> None:
         found = self._pages.pop(url, None)
-        if found is not None and self._by_text is not None and found[1]:
-            self._by_text.get(found[1], set()).discard(url)
+        if found is not None and self._by_text is not None and found.text:
+            self._by_text.get(found.text, set()).discard(url)
 
     def holding(self, content_hash: str) -> list[str]:
         """The dropped URLs whose text has ``content_hash``, in the order they were dropped."""
         if self._by_text is None:
             self._by_text = {}
-            for url, (_, text, *_) in self._pages.items():
-                if text:
-                    self._by_text.setdefault(text, set()).add(url)
+            for url, found in self._pages.items():
+                if found.text:
+                    self._by_text.setdefault(found.text, set()).add(url)
         urls = self._by_text.get(content_hash, ())
-        return sorted(urls, key=lambda u: self._pages[u][2])
+        return sorted(urls, key=lambda u: self._pages[u].offset)
 
     def logged(self, url: str) -> tuple[dict[str, Any], Source]:
         """The item ``url`` was dropped as, and its page as a source to rebuild it from: read from its drop line."""
         with open(self.path, "rb") as f:
-            f.seek(self._pages[url][2])
+            f.seek(self._pages[url].offset)
             line: dict[str, Any] = json.loads(f.readline())
         item = {**(line.get("item") if isinstance(line.get("item"), dict) else {}), "url": url}
         page = line.get("page") if isinstance(line.get("page"), dict) else None

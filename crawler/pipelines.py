@@ -445,9 +445,7 @@ class DedupPipeline(_PipelineBase):
         nearest, named = self._dropped.names(url)
         if not nearest or not named:
             return bool(self.deduplicator.index.lookup("content_hash", content_hash))
-        holder = self.deduplicator.index.by_url(nearest)
-        return (holder is not None and holder.content_hash == content_hash
-                and self.deduplicator.root_of(holder).url == named)
+        return self.deduplicator.drop_holds(content_hash, nearest, named)
 
     def _text_left(self, url: str, verdict: Verdict, content_hash: str) -> None:
         """``url``'s record held another text before (``verdict.replaced``): pages dropped as exact copies of that

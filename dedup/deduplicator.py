@@ -483,9 +483,19 @@ class Deduplicator:
             return True
         if root.status != "unique" and self._root(root, record.url) is not root:
             return True  # a copy itself, whose link leads on (a chain the pages' edits left): named anew, shorter
-        if isinstance(record.extra.get("root"), str) and record.extra["root"]:
+        if record.extra.get("root"):
             return _link_stale(record, root)
         return root.fetched_at > record.fetched_at
+
+    def drop_holds(self, content_hash: str, nearest: str, duplicate_of: str | None, *, exact: bool = True) -> bool:
+        """Whether a page dropped as a copy is still what its drop line says: the page it matched (``nearest``) is
+        kept and, for an exact copy, holds its text (``content_hash``), and its group is kept for the page the line
+        names (``duplicate_of``: not rewritten since, helper-27). A crawl fetching the page again and a reindex
+        update decide it again when not."""
+        record = self.index.by_url(nearest)
+        if record is None or (exact and record.content_hash != content_hash):
+            return False
+        return not duplicate_of or self.root_of(record).url == duplicate_of
 
     def root_of(self, record: Record) -> Record:
         """The kept page ``record``'s group was kept for, as a verdict naming ``record`` would name it: the end

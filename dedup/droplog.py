@@ -414,7 +414,7 @@ class DropLogWriter:
         # absolute against the directory the crawl started in)
         self.index = index_identity(index) if index else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._file = self.path.open("a+", encoding="utf-8")  # "+": the torn-line check reads the last byte
         self._seen: list[int] = []  # offsets of the drop lines of pages seen again, not yet written
         self._end_torn_line()
 
@@ -422,13 +422,8 @@ class DropLogWriter:
         """A log whose last line is torn (a crash in the middle of a write) gets a newline before this writer's
         first line, which would else be glued to it and skipped with it by every reader (its page then in no
         index and no readable line)."""
-        size = self._file.tell()
-        if not size:
+        if not _torn(self._file.fileno()):
             return
-        with open(self.path, "rb") as f:
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
         logger.warning("The dropped log %s ends with a torn line (a crash while it was written): readers skip it "
                        "(dedup dropped list says so); new lines start on a line of their own", self.path)
         self._file.write("\n")
@@ -475,6 +470,12 @@ class DropLogWriter:
             self._file.close()
 
 
+def _torn(fd: int) -> bool:
+    """Whether the log open (readable) at ``fd`` ends with a torn line: not empty, and no newline last."""
+    size = os.fstat(fd).st_size
+    return bool(size) and os.pread(fd, 1, size - 1) != b"\n"
+
+
 def append_event(path: str | os.PathLike, event: dict[str, Any]) -> None:
     """Append one event line to the log with a single ``O_APPEND`` write, then fsync.
 
@@ -493,8 +494,7 @@ def append_events(path: str | os.PathLike, events: Iterable[dict[str, Any] | byt
         return
     fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
+        if _torn(fd):
             data = b"\n" + data
         os.write(fd, data)
         os.fsync(fd)

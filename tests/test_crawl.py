@@ -31,6 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 FLAGGED = ("near_duplicate", "duplicate")
 
 
+#: texts and a page template the crawl-path tests below share
+LINE = ("The regional line will close for three weekends in spring while engineers replace the signals "
+        "between the two market towns, the operator said on Monday. Buses will replace trains. ")
+BAKERY = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
+          "and its owner plans weekend classes for residents who want to learn. ")
+ARTICLE = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+
 def index_statuses(index: Path) -> dict[str, str]:
     idx = open_index(f"local://{index}")
     try:
@@ -570,11 +577,9 @@ def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(t
     fetches it after M's change (the next one when it came first), in both indexes, counted."""
 
 
-    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
-             "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
-    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
-             "and its owner plans weekend classes for residents who want to learn. ") * 3
-    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    story = LINE * 3
+    other = BAKERY * 3
+    page = ARTICLE
     main, copy = "http://m.example/line", "http://c.example/line"
     uri = (f"local://{tmp_path / 'index'}" if backend == "local"
            else f"{request.getfixturevalue('es_url')}/flagged-{tmp_path.name.lower()}")
@@ -618,8 +623,7 @@ def test_a_restored_page_decided_again_with_new_text_leaves_the_restored_state(t
     from dedup.cli import main
     from dedup.droplog import read_log
 
-    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
-             "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    story = LINE * 3
     page = "<html><head><title>Line to close</title></head><body><article><p>{}</p></article></body></html>"
     first, copy = "http://m.example/line", "http://c.example/line"
     uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
@@ -647,11 +651,9 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
     ``kept`` event, its search document), c dropped again as b's copy (a new drop line naming b)."""
     from dedup.droplog import read_log
 
-    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
-             "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
-    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
-             "and its owner plans weekend classes for residents who want to learn. ") * 3
-    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    story = LINE * 3
+    other = BAKERY * 3
+    page = ARTICLE
     a, b, c = "http://a.example/line", "http://b.example/line", "http://c.example/line"
     uri = (f"local://{tmp_path / 'index'}" if backend == "local"
            else f"{request.getfixturevalue('es_url')}/orphans-{tmp_path.name.lower()}")
@@ -681,12 +683,10 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     names a. The next crawl, where nothing changed, marks it seen (no third line)."""
     from dedup.droplog import read_log
 
-    story = ("The regional line will close for three weekends in spring while engineers replace the signals "
-             "between the two market towns, the operator said on Monday. Buses will replace trains. ")
+    story = LINE
     near = story * 3 + "The second site adds that the ticket office at the junction stays open on Saturdays. "
-    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
-             "and its owner plans weekend classes for residents who want to learn. ") * 3
-    page = "<html><head><title>{}</title></head><body><article><p>{}</p></article></body></html>"
+    other = BAKERY * 3
+    page = ARTICLE
     r, a, d = "http://r.example/line", "http://a.example/line", "http://d.example/line"
     uri = (f"local://{tmp_path / 'index'}" if backend == "local"
            else f"{request.getfixturevalue('es_url')}/rewritten-{tmp_path.name.lower()}")
@@ -718,8 +718,7 @@ def test_a_replayed_page_its_record_holds_counts_as_fetched_again_not_kept(tmp_p
     from crawler.spool import REPLAY_KEY
 
     uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
-    text = ("The regional line will close for three weekends in spring while engineers replace the signals "
-            "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
+    text = LINE * 3
     url = "http://a.example/line"
     first, _ = pipelines_crawl(uri, log, (url, f"<html><head><title>Line</title></head><body><p>{text}</p></body></html>"))
     assert first[url]["status"] == "unique"
@@ -747,10 +746,8 @@ def test_a_page_kept_by_a_killed_crawl_before_its_kept_event_gets_it_when_fetche
     from index import open_index
 
     uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
-    text = ("The regional line will close for three weekends in spring while engineers replace the signals "
-            "between the two market towns, the operator said on Monday. Buses will replace trains. ") * 3
-    other = ("A bakery on the harbour front has won a national prize for its sourdough after years of trying, "
-             "and its owner plans weekend classes for residents who want to learn. ") * 3
+    text = LINE * 3
+    other = BAKERY * 3
     page = "<html><head><title>{}</title></head><body><p>{}</p></body></html>"
     a, b = "http://a.example/line", "http://b.example/line"
     first, _ = pipelines_crawl(uri, log, (a, page.format("Line", text)), (b, page.format("Line", text)))

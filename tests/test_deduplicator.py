@@ -285,18 +285,24 @@ def test_title_anchor_match_with_edited_text_is_flagged_not_dropped():
     assert (v.status, v.rule, v.kept) == ("exact_duplicate", "content_hash", False)
 
 
+def kept_and_flagged(d, root_at, copy_at):
+    """A kept page and its flagged copy (with its body key), decided at those times: ``(root URL, copy URL, the
+    copy's HTML, its Source, its verdict)``."""
+    from dedup.sources import Source
+
+    root, copy = "https://a.example/bridge", "https://b.example/bridge"
+    d.process(parse_page(html("Bridge closes", STORY), root), fetched_at=root_at)
+    body = html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."])
+    source = Source(url=copy, html=body.encode())
+    return root, copy, body, source, d.process(parse_page(body, copy), body=source.body_key, fetched_at=copy_at)
+
+
 def test_a_flagged_page_fetched_again_is_decided_again_when_its_kept_page_changed(any_index):
     """A flagged copy names the page its group was kept for. Fetched again unchanged it keeps its verdict, until
     that page's text changes (or its record goes): then it is decided again, not left naming a page that no
     longer holds its text (a reader hiding flagged copies would hide text no kept page holds)."""
-    from dedup.sources import Source
-
     d = Deduplicator(any_index)
-    root, copy = "https://a.example/bridge", "https://b.example/bridge"
-    d.process(parse_page(html("Bridge closes", STORY), root), fetched_at=50.0)
-    body = html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."])
-    source = Source(url=copy, html=body.encode())
-    first = d.process(parse_page(body, copy), body=source.body_key, fetched_at=100.0)
+    root, copy, body, source, first = kept_and_flagged(d, 50.0, 100.0)
     assert first.status in ("near_duplicate", "duplicate") and first.duplicate_of == root and first.kept
     again = d.process(parse_page(body, copy), body=source.body_key)
     assert again.refetched and d.known(copy, source.body_key).refetched  # the kept page unchanged: as it was
@@ -314,14 +320,9 @@ def test_a_flagged_page_is_decided_again_by_its_kept_pages_text_not_by_dates(any
     reindex's time field may be absent or earlier for the edited page (helper-26). Put back to the text the copy
     was decided against, the kept page holds it again and the copy is answered as before, unparsed."""
     from dedup.deduplicator import ROOT_HASH
-    from dedup.sources import Source
 
     d = Deduplicator(any_index)
-    root, copy = "https://a.example/bridge", "https://b.example/bridge"
-    d.process(parse_page(html("Bridge closes", STORY), root), fetched_at=0.0)
-    body = html("Bridge to shut", STORY[:5] + ["An extra line from the second site about the ferries."])
-    source = Source(url=copy, html=body.encode())
-    first = d.process(parse_page(body, copy), body=source.body_key, fetched_at=0.0)
+    root, copy, body, source, first = kept_and_flagged(d, 0.0, 0.0)
     assert first.kept and first.duplicate_of == root and first.root_hash
     assert any_index.by_url(copy).extra["root"] == any_index.by_url(root).content_hash[-ROOT_HASH:]
     assert "root_hash" not in first.to_dict()  # the record keeps it; items and drop lines do not

@@ -106,13 +106,10 @@ def drop_stale(decider: Deduplicator, entry: Entry) -> bool:
     page rewritten: helper-27). Then it is decided again, as a crawl decides such a page again: kept if no kept page
     holds the text, else dropped naming the one that does (helper-24: its line kept naming the changed page, which
     ``explain`` compared it with). A line without the text's key or the page matched (older): False."""
-    text, nearest = entry.content_hash, entry.nearest
-    if not text or not nearest:
+    if not entry.content_hash or not entry.nearest:
         return False
-    record = decider.index.by_url(nearest)
-    if record is None or (entry.status == "exact_duplicate" and record.content_hash != text):
-        return True
-    return bool(entry.duplicate_of) and decider.root_of(record).url != entry.duplicate_of
+    return not decider.drop_holds(entry.content_hash, entry.nearest, entry.duplicate_of,
+                                  exact=entry.status == "exact_duplicate")
 
 
 @dataclass
