@@ -23,16 +23,21 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   line; each offset is where the page's latest drop line starts, up to :data:`SEEN_BATCH` pages a line, so a
   recrawl of an unchanged site adds ~8-9 bytes a dropped page, where a line a page took ~125; older logs have
   ``{"event": "seen", "url", "time"}`` lines, read too) or ``{"event": "kept", "url", "time", "status"}`` (its
-  text changed and it was kept this time).
+  text changed and it was kept this time); by a crawl or ``reindex --update`` that decided a dropped page
+  again with the very page it was dropped for (the page it matched changed, or its group is kept for another
+  page now) and dropped it again: ``{"event": "dropped_again", "url", "time", "line": offset, "verdict": {...}}``
+  (``fetched_at`` too when the item has one). ``line`` is where the drop line holding its item starts: the new
+  verdict stands for it, and the item, its text and fields are not logged twice (a whole drop line was ~4 KB
+  in a crawl and the whole ``_source`` in a reindex; such an event is the verdict's ~0.5 KB).
 
 Lines of older logs (no ``index``/``page``; the verdict repeated in ``item.dedup``) are read too.
 
 The log is append-only (a crash in the middle of a write can only leave a partial *last* line,
 which readers report and skip): restoring a page appends an event, it never rewrites the file.
-Reading *folds* the lines into one :class:`Entry` per URL: the latest drop line of the URL, how
-many times it was dropped, when it was last seen again unchanged, and its state: ``restored`` when a
-``restored`` event follows that drop line, ``kept`` when a ``kept`` event does (a later drop of the
-same URL makes it ``dropped`` again).
+Reading *folds* the lines into one :class:`Entry` per URL: the latest drop line of the URL (its verdict the
+latest ``dropped_again`` event's, when one follows it), how many times it was dropped, when it was last seen
+again unchanged, and its state: ``restored`` when a ``restored`` event follows that drop line, ``kept`` when a
+``kept`` event does (a later drop of the same URL makes it ``dropped`` again).
 
 Bad lines (not JSON, not an object, no ``url``/``verdict``) are reported as
 :class:`LogProblem` with their line number and skipped; they never stop a reader.
@@ -67,13 +72,13 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "Entry", "VerdictFields", "LogProblem", "DropLog", "read_log", "iter_lines", "score_of", "host_of", "host_port",
     "parse_time", "append_event", "append_events", "drop_line", "page_from_item", "iso_now", "STATES", "RESTORED",
-    "DropLogWriter", "index_identity", "SEEN", "KEPT", "SEEN_BATCH",
+    "DropLogWriter", "index_identity", "SEEN", "KEPT", "DROPPED_AGAIN", "SEEN_BATCH", "dropped_again",
 ]
 
 STATES = ("dropped", "restored", "kept")
 RESTORED = "restored"
 #: events a crawl appends (see the module docstring); ``restored`` is the restore command's
-SEEN, KEPT = "seen", "kept"
+SEEN, KEPT, DROPPED_AGAIN = "seen", "kept", "dropped_again"
 #: pages a ``seen`` line names at most (written at close, or when this many are waiting: a crawl killed loses at
 #: most these marks, which only say when a dropped page was fetched again unchanged)
 SEEN_BATCH = 500
@@ -183,6 +188,7 @@ class Entry(VerdictFields):
     seen_at: str | None = None
     body: str | None = None  # the key of the bytes it was dropped for (None: an older line)
     content_hash: str | None = None  # the key of its text (None: an older line not dropped by it)
+    again: bool = False  # its verdict (and time) are a dropped_again event's, not its drop line's
 
     @property
     def host(self) -> str:
@@ -248,11 +254,18 @@ class DropLog:
         return self._by_url.get(url)
 
     def line(self, entry: Entry) -> dict[str, Any]:
-        """The drop line of ``entry``, re-read from the log."""
+        """The drop line of ``entry``, re-read from the log, with the verdict, time and ``fetched_at`` of the
+        latest ``dropped_again`` event that followed it, if any."""
         with open(self.path, "rb") as f:
             f.seek(entry.offset)
             obj = json.loads(f.readline())
-        return obj if isinstance(obj, dict) else {}
+        if not isinstance(obj, dict):
+            return {}
+        if entry.again:
+            obj.update(verdict=entry.verdict, time=entry.time)
+            if isinstance(obj.get("item"), dict) and entry.fetched_at is not None:
+                obj["item"]["fetched_at"] = entry.fetched_at
+        return obj
 
     def item(self, entry: Entry) -> dict[str, Any]:
         """The full logged item of ``entry`` (``url``, ``title``, ``text``, ...), re-read from the log."""
@@ -305,6 +318,10 @@ def read_log(path: str | os.PathLike) -> DropLog:
             log.problems.append(LogProblem(number, "no url"))
             continue
         event = obj.get("event")
+        if event == DROPPED_AGAIN:
+            log.events += 1
+            _again(by_url, by_offset, obj, number, log.problems)
+            continue
         if event is not None:
             log.events += 1
             entry = by_url.get(url)
@@ -339,6 +356,31 @@ def read_log(path: str | os.PathLike) -> DropLog:
             body=obj.get("body"), content_hash=obj.get("content_hash") or scores.get("content_hash"))
     log.entries = list(by_url.values())
     return log
+
+
+def _again(by_url: dict[str, Entry], by_offset: dict[int, Entry], obj: dict[str, Any], number: int,
+           problems: list[LogProblem]) -> None:
+    """A ``dropped_again`` event: the entry of the drop line it names (by offset) takes its verdict and time, one
+    drop more, and moves last, as a new drop line of it would; one repeating the verdict the entry has counts for
+    nothing. One naming no current entry of its URL (a later drop line replaced it, or the log was cut) is a
+    problem, skipped."""
+    url, verdict, offset = obj["url"], obj.get("verdict"), obj.get("line")
+    entry = by_offset.get(offset) if isinstance(offset, int) else None
+    if entry is None or entry.url != url or not isinstance(verdict, dict):
+        problems.append(LogProblem(number, f"dropped_again event for {url} names no drop line of it "
+                                           f"(at {offset!r}){'' if isinstance(verdict, dict) else ', or no verdict'}; "
+                                           "ignored"))
+        return
+    if verdict == entry.verdict:
+        return  # the same decision logged twice (a reindex's batch sent again after a kill): one drop
+    by_url.pop(url, None)
+    by_url[url] = entry
+    entry.verdict, entry.again = verdict, True
+    entry.time = obj.get("time") if isinstance(obj.get("time"), str) else ""
+    entry.drops += 1
+    entry.state, entry.seen, entry.seen_at, entry.restored_at, entry.restored_into = "dropped", 0, None, None, None
+    if obj.get("fetched_at") is not None:
+        entry.fetched_at = obj["fetched_at"]
 
 
 def _seen_at(by_offset: dict[int, Entry], offsets: list[Any], when: str | None) -> None:
@@ -402,6 +444,16 @@ def _drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None,
     return line
 
 
+def dropped_again(url: str, line: int, verdict: dict[str, Any], fetched_at: Any = None) -> dict[str, Any]:
+    """The ``dropped_again`` event of ``url``, dropped again with the page its drop line at offset ``line`` holds
+    (see the module docstring): every writer's format, as :func:`drop_line` is for drop lines."""
+    event: dict[str, Any] = {"event": DROPPED_AGAIN, "url": url, "time": iso_now(), "line": int(line),
+                             "verdict": verdict}
+    if fetched_at is not None:
+        event["fetched_at"] = fetched_at
+    return event
+
+
 class DropLogWriter:
     """The one writer of drop lines (see the module docstring), appending to ``path``.
 
@@ -433,6 +485,13 @@ class DropLogWriter:
               omit: Iterable[str] = (), *, body: str | None = None, content_hash: str | None = None) -> int:
         """Log a dropped page (see :func:`drop_line`), flushed at once. Returns the byte offset of its line."""
         return self._line(_drop_line(verdict, item, page, self.index, omit, body, content_hash))
+
+    def again(self, url: str, line: int, verdict: dict[str, Any], fetched_at: Any = None) -> None:
+        """Log that ``url`` was dropped again, with ``verdict``, for the page its drop line at ``line`` holds
+        (:func:`dropped_again`), flushed at once. Marks of that line not yet written go: they came before this
+        drop, which a reader's fold starts the entry's seen count again at (as at a new drop line)."""
+        self._seen = [o for o in self._seen if o != line]
+        self._line(dropped_again(url, line, verdict, fetched_at))
 
     def event(self, kind: str, url: str, **fields: Any) -> None:
         """Append an event line about ``url`` (``kept``: see the module docstring)."""

@@ -648,7 +648,7 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
     """helper-23: b and c dropped as exact copies of a; next crawl fetched b and c first (seen: a still held
     their text), then a with other text. Their text was in no index until they were fetched again. When a's
     older text leaves the index, its dropped copies are decided again from their drop lines: b kept (a
-    ``kept`` event, its search document), c dropped again as b's copy (a new drop line naming b)."""
+    ``kept`` event, its search document), c dropped again as b's copy (a ``dropped_again`` event naming b)."""
     from dedup.droplog import read_log
 
     story = LINE * 3
@@ -679,8 +679,10 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
 def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_path, request, backend):
     """helper-27: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r, matched
     with a). r rewritten as another article: a, fetched again unchanged, is decided again (unique); d's drop line
-    named r although a still holds d's text, and d was only marked seen. Now d is decided again: a new drop line
-    names a. The next crawl, where nothing changed, marks it seen (no third line)."""
+    named r although a still holds d's text, and d was only marked seen. Now d is decided again: a
+    ``dropped_again`` event names a (its page is in its drop line already: not logged twice). The next crawl,
+    where nothing changed, marks it seen (no third line). Restored, d comes back with the text it was dropped for."""
+    from dedup.cli import main
     from dedup.droplog import read_log
 
     story = LINE
@@ -697,15 +699,25 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     assert first[a]["duplicate_of"] == r and first[d] == "dropped"
     assert (read_log(log).get(d).duplicate_of, read_log(log).get(d).nearest) == (r, a)
     pages[0] = (r, page.format("Bakery prize", other))
+    size = log.stat().st_size
     second, stats = pipelines_crawl(uri, log, *pages)
     assert second[a]["status"] == "unique" and second[a]["replaced"]["root_changed"]
     assert second[d] == "dropped" and stats["dedup/exact_duplicate"] == 1
-    entry = read_log(log).get(d)
-    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2)
+    added = log.read_bytes()[size:].decode().splitlines()
+    assert [json.loads(x).get("event") for x in added] == ["dropped_again"], added
+    dropped = read_log(log)
+    entry = dropped.get(d)
+    assert (entry.duplicate_of, entry.nearest, entry.drops, entry.again) == (a, a, 2, True)
+    line = dropped.line(entry)  # the drop line holding the page, with the verdict of the event
+    assert line["verdict"]["duplicate_of"] == a and "junction stays open" in line["item"]["text"]
     third, _ = pipelines_crawl(uri, log, *pages)
     assert third == {r: "refetched", a: "refetched", d: "refetched"}
     entry = read_log(log).get(d)
     assert (entry.drops, entry.seen) == (2, 1)
+    assert main(["dropped", "restore", d, "--index", uri, "--log", str(log)]) == 0
+    assert read_log(log).get(d).state == "restored"
+    with open_search(uri, readonly=True) as search:
+        assert "junction stays open" in search.get(d)["text"]
 
 
 def test_a_replayed_page_its_record_holds_counts_as_fetched_again_not_kept(tmp_path):

@@ -295,6 +295,8 @@ def test_recrawl_log_folds_to_one_entry_per_url(recrawled, first, capsys):
     assert re.search(r"'dedup/refetched': %d\b" % len(first.items + first.dropped), recrawled.log)
     stats = dedup_json(capsys, "dropped", "stats", *args(recrawled.dropped_log))
     assert stats["pages"] == len(once) and stats["drops"] == len(once)
+    code, out, _ = dedup(capsys, "dropped", "list", *args(recrawled.dropped_log))  # the table says so too
+    assert code == 0 and out.count("(fetched again unchanged 1 time since, last ") == len(once), out
 
 
 # -- broken logs ----------------------------------------------------------------------------------
@@ -1017,3 +1019,41 @@ def test_two_writers_on_one_log_tell_where_their_own_lines_start(tmp_path):
     data = path.read_bytes()
     for url, offset in offsets.items():
         assert json.loads(data[offset:data.index(b"\n", offset)])["url"] == url
+
+
+def test_a_page_dropped_again_for_the_same_page_is_an_event_naming_its_drop_line(tmp_path, capsys):
+    """A dropped page decided again with the very page it was dropped for (the page it matched was rewritten) and
+    dropped again logs a ``dropped_again`` event: the verdict, not the item and its text a second time. The fold
+    gives the entry that verdict, one drop more, its seen count from then, and moves it last; ``line`` and ``show``
+    read the new verdict with the logged page; an event naming no drop line of its URL is a problem, skipped."""
+    from dedup.droplog import DropLogWriter, read_log
+
+    path = tmp_path / "dropped.jsonl"
+    writer = DropLogWriter(path)
+    b = writer.write({"status": "exact_duplicate", "rule": "content_hash", "duplicate_of": "http://r.example/"},
+                     {"url": "http://b.example/", "title": "Line", "text": "The line closes. " * 40,
+                      "fetched_at": 1.0})
+    writer.write({"status": "exact_duplicate", "duplicate_of": "http://r.example/"},
+                 {"url": "http://c.example/", "text": "c"})
+    writer.seen(b)  # before the event: the fold starts counting again at it, so the writer leaves it out
+    size = path.stat().st_size
+    writer.again("http://b.example/", b, {"status": "exact_duplicate", "rule": "content_hash",
+                                          "duplicate_of": "http://a.example/"}, fetched_at=2.0)
+    writer.again("http://c.example/", b, {"status": "exact_duplicate", "duplicate_of": "http://a.example/"})
+    writer.seen(b)
+    writer.close()
+    assert path.stat().st_size - size < 600  # two events and a seen line; the drop line is not repeated
+    log = read_log(path)
+    assert [e.url for e in log.entries] == ["http://c.example/", "http://b.example/"]
+    entry = log.get("http://b.example/")
+    assert (entry.duplicate_of, entry.drops, entry.seen, entry.offset, entry.fetched_at) == \
+        ("http://a.example/", 2, 1, b, 2.0)
+    assert log.get("http://c.example/").duplicate_of == "http://r.example/" and log.get("http://c.example/").drops == 1
+    assert [p.line for p in log.problems] == [4] and "names no drop line" in log.problems[0].message
+    line = log.line(entry)
+    assert line["verdict"]["duplicate_of"] == "http://a.example/" and line["item"]["fetched_at"] == 2.0
+    assert line["item"]["text"].startswith("The line closes.") and log.line(log.get("http://c.example/"))["url"] \
+        == "http://c.example/"
+    assert main(["dropped", "show", "http://b.example/", "--log", str(path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["entry"]["duplicate_of"] == "http://a.example/" and shown["entry"]["drops"] == 2, shown

@@ -598,11 +598,15 @@ def test_an_update_decides_again_copies_whose_page_was_rewritten_without_dates(u
     settled(undated, capsys)
 
 
-def test_an_update_leaves_no_copy_naming_a_rewritten_page_through_another_copy(undated, capsys):
+@pytest.mark.parametrize("kill", [None, ("decided", 4), ("sent", 2)])
+def test_an_update_leaves_no_copy_naming_a_rewritten_page_through_another_copy(undated, capsys, kill):
     """helper-27's groups, in a reindex: r kept; a and b flagged as its copies; c dropped as an exact copy of a (its
     line names r). r rewritten as another article: decided again after the read, a and b each match the other,
-    which named r; neither may name r now (one is the group's kept page, the other names it), and c's new drop line
-    names that group's page. A second update decides nothing again."""
+    which named r; neither may name r now (one is the group's kept page, the other names it), and c, dropped again
+    for the same ``_source``, names that group's page by a ``dropped_again`` event (not its ``_source`` logged
+    twice). A second update decides nothing again; restored, c comes back as it was. ``kill``: the update is killed
+    (SIGKILL) after its fourth decision, or before the work folder marks its batch sent, then run again, to the
+    same end (the event sent again counts once)."""
     from dedup.droplog import read_log
 
     near_a = BAKERY.replace("two apprentices", "three apprentices")
@@ -615,13 +619,22 @@ def test_an_update_leaves_no_copy_naming_a_rewritten_page_through_another_copy(u
     assert first["a"]["duplicate_of"] == root and first["b"]["duplicate_of"] == root and "c" not in first, first
     assert read_log(undated.log).get("http://c.example/").duplicate_of == root
     undated.put(("0", article("Choir seeks tenors", CHOIR)))
+    size = undated.log.stat().st_size
+    if kill:
+        killed_run(*kill, undated.args + ["--update"])
     assert main(undated.args + ["--update"]) == 0
     now = undated.verdicts()
     assert not any(v.get("duplicate_of") == root for v in now.values()), now
     kept = [k for k in ("a", "b") if now[k]["status"] == "unique"]
     assert len(kept) == 1 and now[{"a": "b", "b": "a"}[kept[0]]]["duplicate_of"] == f"http://{kept[0]}.example/"
-    assert read_log(undated.log).get("http://c.example/").duplicate_of == f"http://{kept[0]}.example/"
+    added = [json.loads(x) for x in undated.log.read_bytes()[size:].splitlines()]
+    assert {(x.get("event"), x["url"]) for x in added} == {("dropped_again", "http://c.example/")}, added
+    entry = read_log(undated.log).get("http://c.example/")
+    assert entry.duplicate_of == f"http://{kept[0]}.example/" and entry.drops == 2
     settled(undated, capsys)
+    assert main(["dropped", "restore", "http://c.example/", "--log", str(undated.log), "--index", undated.args[2]]) == 0
+    restored = undated.verdicts()["c"]
+    assert restored["status"] == "restored" and restored["duplicate_of"] == f"http://{kept[0]}.example/", restored
 
 
 def test_a_dropped_document_moved_to_another_url_is_decided_again_once(undated, capsys):

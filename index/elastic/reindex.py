@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import Entry, drop_line, read_log
+from dedup.droplog import Entry, drop_line, dropped_again, read_log
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
 from dedup.sources import LazyFeaturizer, body_key
@@ -419,10 +419,13 @@ class Reindex(Inspection):
                 known[sid] = (row, body, skey)
                 yield hit, sort
 
-        def again(todo: dict[str, set[str] | None]) -> Iterator[tuple[dict[str, Any], None]]:
-            """The documents of ``todo`` (source id -> the URLs of its stale drop lines, or None) read again by id,
-            a batch a request, to be decided as updates (the read position stays where the read ended). One at
-            another URL now is not: that line is an older URL's, which its document no longer has."""
+        again_at: dict[str, tuple[str, int]] = {}  # source id -> (URL, offset) of the stale drop line it is decided for
+
+        def again(todo: dict[str, dict[str, int] | None]) -> Iterator[tuple[dict[str, Any], None]]:
+            """The documents of ``todo`` (source id -> where each of its stale drop lines starts, by URL; None: a
+            flagged one) read again by id, a batch a request, to be decided as updates (the read position stays
+            where the read ended). One at another URL now is not: that line is an older URL's, which its document
+            no longer has."""
             ids_all = list(todo)
             for i in range(0, len(ids_all), self.read_size):
                 ids = ids_all[i:i + self.read_size]
@@ -433,8 +436,11 @@ class Reindex(Inspection):
                     sid = str(hit["_id"])
                     row = state.doc(sid)
                     source = make.source(hit)
-                    if todo.get(sid) and (source.url or sid) not in todo[sid]:
+                    lines = todo.get(sid)
+                    if lines and (source.url or sid) not in lines:
                         continue
+                    if lines:
+                        again_at[sid] = (source.url or sid, lines[source.url or sid])
                     skey, data = source_keys(hit["_source"], source)
                     known[sid] = (row, body_key(data), skey)
                     report.decided_again += 1
@@ -460,7 +466,13 @@ class Reindex(Inspection):
                 from .records import record_id
 
                 es_rid = record_id(record)
-            payload = self._payload(hit, verdict, page, body)
+            at = again_at.pop(sid, None)
+            if at is not None and not verdict.kept and row is not None and not row[1] and body == row[4]:
+                # dropped again with the _source its drop line holds: an event naming that line, not the _source again
+                payload = dropped_again(at[0], at[1], verdict.to_dict(),
+                                        epoch_seconds(field_value(hit["_source"], self.time_field), 0.0))
+            else:
+                payload = self._payload(hit, verdict, page, body)
             # a slice hands its kept pages' query features to the final pass (decided without parsing):
             # serialised here once, then kept, sized and sent as this text
             handover = (handover_json(decider.query_features(page, features)) if self.slices > 1
@@ -498,7 +510,7 @@ class Reindex(Inspection):
             if report.decided_again == before:
                 break  # nothing to decide again (or only documents gone from the source, or moved to another URL)
 
-    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> dict[str, set[str] | None]:
+    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> dict[str, dict[str, int] | None]:
         """Source ids of the documents decided before whose text is unchanged but whose verdict is stale: kept
         as copies of a page that changed or went (:meth:`Deduplicator.root_changed`, as a crawl decides such a
         page again: one ``get`` of their records a batch, one ``by_url`` each), or dropped as copies of a page
@@ -506,7 +518,7 @@ class Reindex(Inspection):
         drop lines: the log read once, its line read again for the source id of a stale one; only the line of the
         URL the document has now counts, read again). helper-22, helper-24: such copies stayed out of the
         destination, or named a page with other text, after ``--update``."""
-        out: dict[str, set[str] | None] = {}  # source id -> the URLs of its stale drop lines (None: a flagged one)
+        out: dict[str, dict[str, int] | None] = {}  # source id -> URL -> its stale drop line's offset (None: flagged)
         for rows in state.flagged():
             part = dict(rows)  # record id -> source id
             out.update((part[r.id], None) for r in local.get(list(part)) if decider.root_changed(r))
@@ -519,7 +531,7 @@ class Reindex(Inspection):
                 sid = str(item.get("id")) if item.get("source_index") == self.source_uri else None
                 row = state.doc(sid) if sid is not None else None
                 if row is not None and not row[1]:  # this reindex's, and still dropped
-                    out.setdefault(sid, set()).add(entry.url)  # type: ignore[union-attr]
+                    out.setdefault(sid, {})[entry.url] = entry.offset  # type: ignore[index]
         return out
 
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,
