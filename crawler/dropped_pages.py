@@ -4,7 +4,8 @@ For each dropped URL: the key of the bytes it was dropped for (the same page fet
 parsing), the content hash of its text (the text a kept page must hold), where its drop line starts in
 the log (the page is rebuilt from that line when no kept page holds its text any more: :meth:`holding`,
 :meth:`logged`; a seen mark names it), and the pages its line names (:meth:`names`: the drop stands while they
-still hold its text and its group). Read from the log when the crawl opens it, kept up to date as the crawl drops and keeps.
+still hold its text and its group; :meth:`naming`: the dropped pages to decide again when such a page changes).
+Read from the log when the crawl opens it, kept up to date as the crawl drops and keeps.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class DroppedPages:
         self.path = Path(path)
         self._pages: dict[str, _Dropped] = {}
         self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
+        self._by_name: dict[str, set[str]] | None = None  # a page a line names (nearest, named) -> urls, the same
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "DroppedPages":
@@ -54,6 +56,16 @@ class DroppedPages:
         found = self._pages.get(url)
         return (None, None) if found is None else (found.nearest, found.named)
 
+    def naming(self, page: str) -> list[str]:
+        """The dropped URLs whose line names ``page`` (as the page matched or the page its group was kept for), in
+        the order they were dropped."""
+        if self._by_name is None:
+            self._by_name = {}
+            for url, found in self._pages.items():
+                for name in {found.nearest, found.named} - {None}:
+                    self._by_name.setdefault(name, set()).add(url)  # type: ignore[arg-type]
+        return sorted(self._by_name.get(page, ()), key=lambda u: self._pages[u].offset)
+
     def offset(self, url: str) -> int | None:
         """Where ``url``'s latest drop line starts in the log, when the log holds it as dropped."""
         found = self._pages.get(url)
@@ -65,11 +77,17 @@ class DroppedPages:
         self._pages[url] = _Dropped(body, content_hash, offset, nearest, duplicate_of)
         if self._by_text is not None and content_hash:
             self._by_text.setdefault(content_hash, set()).add(url)
+        if self._by_name is not None:
+            for name in {nearest, duplicate_of} - {None}:
+                self._by_name.setdefault(name, set()).add(url)  # type: ignore[arg-type]
 
     def pop(self, url: str) -> None:
         found = self._pages.pop(url, None)
         if found is not None and self._by_text is not None and found.text:
             self._by_text.get(found.text, set()).discard(url)
+        if found is not None and self._by_name is not None:
+            for name in {found.nearest, found.named} - {None}:
+                self._by_name.get(name, set()).discard(url)  # type: ignore[arg-type]
 
     def holding(self, content_hash: str) -> list[str]:
         """The dropped URLs whose text has ``content_hash``, in the order they were dropped."""

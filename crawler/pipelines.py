@@ -455,18 +455,23 @@ class DedupPipeline(_PipelineBase):
         return self.deduplicator.drop_holds(content_hash, nearest, named)
 
     def _text_left(self, url: str, verdict: Verdict, content_hash: str) -> None:
-        """``url``'s record held another text before (``verdict.replaced``): pages dropped as exact copies of that
-        text, when no kept page holds it now, are decided again from their drop lines, as if fetched again
-        unchanged. Else their text was in no index until each was fetched again after ``url`` (helper-23: in
-        a crawl that fetched the copy first, it was seen, still held, then ``url`` changed)."""
+        """``url``'s record held another text before (``verdict.replaced``): the dropped pages whose drop no longer
+        stands are decided again from their drop lines, as if fetched again unchanged: exact copies of that text
+        when no kept page holds it now (else their text was in no index until each was fetched again after
+        ``url``: helper-23), and pages whose line names ``url`` (matched with it, or its group kept for it) when
+        it no longer holds their text or their group (else a copy fetched before its rewritten page in a crawl
+        went on naming it until the next crawl: helper-28)."""
         old = (verdict.replaced or {}).get("content_hash")
         if not old or old == content_hash:
             return
         copies = [u for u in self._dropped.holding(old) if u != url]
-        if not copies or self.deduplicator.index.lookup("content_hash", old):
-            return
-        for copy in copies:
-            self._decide_from_log(copy)
+        if copies and not self.deduplicator.index.lookup("content_hash", old):
+            for copy in copies:
+                self._decide_from_log(copy)
+        for copy in self._dropped.naming(url):
+            text = (self._dropped.get(copy) or (None, None))[1]
+            if copy != url and text and not self._drop_stands(copy, text):
+                self._decide_from_log(copy)
 
     def _decide_from_log(self, url: str) -> None:
         """Decide again the dropped page ``url`` from its drop line (:meth:`_text_left`). Kept: its record is

@@ -28,7 +28,7 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   page now) and dropped it again: ``{"event": "dropped_again", "url", "time", "line": offset, "verdict": {...}}``
   (``fetched_at`` too when the item has one). ``line`` is where the drop line holding its item starts: the new
   verdict stands for it, and the item, its text and fields are not logged twice (a whole drop line was ~4 KB
-  in a crawl and the whole ``_source`` in a reindex; such an event is the verdict's ~0.5 KB).
+  in a crawl and the whole ``_source`` in a reindex; such an event is the verdict's ~0.6 KB).
 
 Lines of older logs (no ``index``/``page``; the verdict repeated in ``item.dedup``) are read too.
 
@@ -188,7 +188,7 @@ class Entry(VerdictFields):
     seen_at: str | None = None
     body: str | None = None  # the key of the bytes it was dropped for (None: an older line)
     content_hash: str | None = None  # the key of its text (None: an older line not dropped by it)
-    again: bool = False  # its verdict (and time) are a dropped_again event's, not its drop line's
+    again: int | None = None  # line number of the dropped_again event whose verdict (and time) it has; None: its line's
 
     @property
     def host(self) -> str:
@@ -203,7 +203,7 @@ class Entry(VerdictFields):
                "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of, "nearest": self.nearest,
                "score": self.score, "host": self.host, "title": self.title, "drops": self.drops,
                "line": self.line, "index": self.index, "restored_into": self.restored_into,
-               "seen": self.seen, "seen_at": self.seen_at}
+               "seen": self.seen, "seen_at": self.seen_at, "verdict_line": self.again or self.line}
         if verdict:
             out["verdict"] = self.verdict
         return out
@@ -261,7 +261,7 @@ class DropLog:
             obj = json.loads(f.readline())
         if not isinstance(obj, dict):
             return {}
-        if entry.again:
+        if entry.again is not None:
             obj.update(verdict=entry.verdict, time=entry.time)
             if isinstance(obj.get("item"), dict) and entry.fetched_at is not None:
                 obj["item"]["fetched_at"] = entry.fetched_at
@@ -375,7 +375,7 @@ def _again(by_url: dict[str, Entry], by_offset: dict[int, Entry], obj: dict[str,
         return  # the same decision logged twice (a reindex's batch sent again after a kill): one drop
     by_url.pop(url, None)
     by_url[url] = entry
-    entry.verdict, entry.again = verdict, True
+    entry.verdict, entry.again = verdict, number
     entry.time = obj.get("time") if isinstance(obj.get("time"), str) else ""
     entry.drops += 1
     entry.state, entry.seen, entry.seen_at, entry.restored_at, entry.restored_into = "dropped", 0, None, None, None

@@ -679,9 +679,10 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
 def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_path, request, backend):
     """helper-27: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r, matched
     with a). r rewritten as another article: a, fetched again unchanged, is decided again (unique); d's drop line
-    named r although a still holds d's text, and d was only marked seen. Now d is decided again: a
-    ``dropped_again`` event names a (its page is in its drop line already: not logged twice). The next crawl,
-    where nothing changed, marks it seen (no third line). Restored, d comes back with the text it was dropped for."""
+    named r although a still holds d's text, and d was only marked seen. Now d is decided again (from its line, when
+    r changes): a ``dropped_again`` event names a (its page is in its drop line already: not logged twice). The
+    next crawl, where nothing changed, marks it seen (no third line). Restored, d comes back with the text it was
+    dropped for."""
     from dedup.cli import main
     from dedup.droplog import read_log
 
@@ -702,22 +703,47 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     size = log.stat().st_size
     second, stats = pipelines_crawl(uri, log, *pages)
     assert second[a]["status"] == "unique" and second[a]["replaced"]["root_changed"]
-    assert second[d] == "dropped" and stats["dedup/exact_duplicate"] == 1
+    # decided again from its drop line when r changed (it named r), then fetched: its drop stands, seen
+    assert second[d] == "refetched" and stats["dedup/redecided_from_log"] == 1
     added = log.read_bytes()[size:].decode().splitlines()
-    assert [json.loads(x).get("event") for x in added] == ["dropped_again"], added
+    assert [json.loads(x).get("event") for x in added] == ["dropped_again", "seen"], added
     dropped = read_log(log)
     entry = dropped.get(d)
-    assert (entry.duplicate_of, entry.nearest, entry.drops, entry.again) == (a, a, 2, True)
+    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2) and entry.again > entry.line
     line = dropped.line(entry)  # the drop line holding the page, with the verdict of the event
     assert line["verdict"]["duplicate_of"] == a and "junction stays open" in line["item"]["text"]
     third, _ = pipelines_crawl(uri, log, *pages)
     assert third == {r: "refetched", a: "refetched", d: "refetched"}
     entry = read_log(log).get(d)
-    assert (entry.drops, entry.seen) == (2, 1)
+    assert (entry.drops, entry.seen) == (2, 2)
     assert main(["dropped", "restore", d, "--index", uri, "--log", str(log)]) == 0
     assert read_log(log).get(d).state == "restored"
     with open_search(uri, readonly=True) as search:
         assert "junction stays open" in search.get(d)["text"]
+
+
+@pytest.mark.parametrize("backend", ["local", "es_emulated"])
+def test_a_dropped_copy_fetched_before_its_rewritten_page_is_decided_again_in_that_crawl(tmp_path, request, backend):
+    """helper-28: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r). In the next
+    crawl a and d come before r, which is rewritten as another article: d was seen (its drop still stood then) and
+    went on naming r until the crawl after. When r changes, the dropped pages whose line names it and whose drop
+    no longer stands are decided again from their lines: d names a by a ``dropped_again`` event in that crawl."""
+    from dedup.droplog import read_log
+
+    near = LINE * 3 + "The second site adds that the ticket office at the junction stays open on Saturdays. "
+    r, a, d = "http://r.example/line", "http://a.example/line", "http://d.example/line"
+    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
+           else f"{request.getfixturevalue('es_url')}/order-{tmp_path.name.lower()}")
+    log = tmp_path / "dropped.jsonl"
+    first, _ = pipelines_crawl(uri, log, (r, ARTICLE.format("Line to close", LINE * 3)),
+                               (a, ARTICLE.format("Line to close", near)), (d, ARTICLE.format("Line closes", near)))
+    assert first[a]["duplicate_of"] == r and first[d] == "dropped" and read_log(log).get(d).duplicate_of == r
+    second, stats = pipelines_crawl(uri, log, (a, ARTICLE.format("Line to close", near)),
+                                    (d, ARTICLE.format("Line closes", near)),
+                                    (r, ARTICLE.format("Bakery prize", BAKERY * 3)))
+    assert second[d] == "refetched" and second[r]["replaced"] and stats["dedup/redecided_from_log"] == 1
+    entry = read_log(log).get(d)
+    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2), entry
 
 
 def test_a_replayed_page_its_record_holds_counts_as_fetched_again_not_kept(tmp_path):

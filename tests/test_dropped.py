@@ -1057,3 +1057,8 @@ def test_a_page_dropped_again_for_the_same_page_is_an_event_naming_its_drop_line
     assert main(["dropped", "show", "http://b.example/", "--log", str(path), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["entry"]["duplicate_of"] == "http://a.example/" and shown["entry"]["drops"] == 2, shown
+    assert (shown["entry"]["line"], shown["entry"]["verdict_line"]) == (1, 3)  # where each is, for a reader of the file
+    assert main(["dropped", "show", "http://b.example/", "--log", str(path)]) == 0
+    assert "(log line 1, its verdict now line 3, dropped 2 times)" in capsys.readouterr().out
+    assert main(["dropped", "stats", "--log", str(path)]) == 0
+    assert "2 dropped pages (dropped 3 times)" in capsys.readouterr().out

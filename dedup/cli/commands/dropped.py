@@ -163,7 +163,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1, ensure_ascii=False))
         return 0
     what = "dropped" if flt.states == ("dropped",) else "/".join(flt.states)
-    print(f"{log.path}: {summary['pages']} {what} pages ({summary['drops']} drop lines)"
+    print(f"{log.path}: {summary['pages']} {what} pages (dropped {summary['drops']} times)"
           + (f", {summary['restored_hidden']} restored or kept again not counted (--all counts them)"
              if summary["restored_hidden"] else "")
           + (f", {summary['bad_lines']} bad lines skipped" if summary["bad_lines"] else ""))
@@ -253,7 +253,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     v = entry.verdict
     print(f"url        {entry.url}")
     state = entry.state + (f" at {_time(entry.restored_at or '')}" if entry.state == "restored" else "")
-    print(f"state      {state} (log line {entry.line}" + (f", dropped {entry.drops} times)" if entry.drops > 1 else ")"))
+    print(f"state      {state} (log line {entry.line}"
+          + (f", its verdict now line {entry.again}" if entry.again else "")
+          + (f", dropped {entry.drops} times)" if entry.drops > 1 else ")"))
     print(f"dropped    {_time(entry.time)} UTC")
     print(f"verdict    {entry.status} by rule {entry.rule}; copy of {entry.duplicate_of or '-'}"
           + (f" (matched with {entry.nearest}, itself a copy of it)" if entry.nearest != entry.duplicate_of else ""))
