@@ -677,3 +677,18 @@ def test_a_copy_naming_a_copy_gone_from_the_source_is_not_decided_again_each_upd
     capsys.readouterr()
     assert main(undated.args + ["--update"]) == 0
     assert "decided again, the page" not in capsys.readouterr().out
+
+
+def test_check_prints_the_group_problems_of_a_destination_changed_by_hand(undated, capsys):
+    """``--check`` through the command: a flagged document whose ``duplicate_of`` was changed in the destination by
+    hand to a page not kept is listed (``GROUPS:``, exit 1), the documents themselves in step with the work folder."""
+    near = BAKERY.replace("rye loaves on Saturdays", "spelt loaves on Sundays")
+    undated.put(("a", article("Bakery hours", BAKERY)), ("b", article("Bakery opens earlier", near)))
+    assert main(undated.args) == 0
+    assert undated.verdicts()["b"]["duplicate_of"] == "http://a.example/"
+    capsys.readouterr()
+    undated.client.update(index=f"{undated.name}-v2", id="b", doc={"dedup": {"duplicate_of": "http://gone.example/"}})
+    undated.client.indices.refresh(index=f"{undated.name}-v2")
+    assert main(undated.args + ["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "in step" in out and "naming a page not kept: 1 (b)" in out and "GROUPS:" in out, out
