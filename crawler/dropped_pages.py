@@ -4,7 +4,8 @@ For each dropped URL: the key of the bytes it was dropped for (the same page fet
 parsing), the content hash of its text (the text a kept page must hold), where its drop line starts in
 the log (the page is rebuilt from that line when no kept page holds its text any more: :meth:`holding`,
 :meth:`logged`; a seen mark names it), and the pages its line names (:meth:`names`: the drop stands while they
-still hold its text and its group; :meth:`naming`: the dropped pages to decide again when such a page changes).
+still hold its text and its group; :meth:`matched`: the dropped pages to decide again when the page they matched
+changes).
 Read from the log when the crawl opens it, kept up to date as the crawl drops and keeps.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ class DroppedPages:
         self.path = Path(path)
         self._pages: dict[str, _Dropped] = {}
         self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
-        self._by_name: dict[str, set[str]] | None = None  # a page a line names (nearest, named) -> urls, the same
+        self._by_match: dict[str, set[str]] | None = None  # the page a line says it matched -> urls, the same
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "DroppedPages":
@@ -56,15 +57,14 @@ class DroppedPages:
         found = self._pages.get(url)
         return (None, None) if found is None else (found.nearest, found.named)
 
-    def naming(self, page: str) -> list[str]:
-        """The dropped URLs whose line names ``page`` (as the page matched or the page its group was kept for), in
-        the order they were dropped."""
-        if self._by_name is None:
-            self._by_name = {}
+    def matched(self, page: str) -> list[str]:
+        """The dropped URLs whose line says they matched ``page`` (``nearest``), in the order they were dropped."""
+        if self._by_match is None:
+            self._by_match = {}
             for url, found in self._pages.items():
-                for name in {found.nearest, found.named} - {None}:
-                    self._by_name.setdefault(name, set()).add(url)  # type: ignore[arg-type]
-        return sorted(self._by_name.get(page, ()), key=lambda u: self._pages[u].offset)
+                if found.nearest:
+                    self._by_match.setdefault(found.nearest, set()).add(url)
+        return sorted(self._by_match.get(page, ()), key=lambda u: self._pages[u].offset)
 
     def offset(self, url: str) -> int | None:
         """Where ``url``'s latest drop line starts in the log, when the log holds it as dropped."""
@@ -77,17 +77,15 @@ class DroppedPages:
         self._pages[url] = _Dropped(body, content_hash, offset, nearest, duplicate_of)
         if self._by_text is not None and content_hash:
             self._by_text.setdefault(content_hash, set()).add(url)
-        if self._by_name is not None:
-            for name in {nearest, duplicate_of} - {None}:
-                self._by_name.setdefault(name, set()).add(url)  # type: ignore[arg-type]
+        if self._by_match is not None and nearest:
+            self._by_match.setdefault(nearest, set()).add(url)
 
     def pop(self, url: str) -> None:
         found = self._pages.pop(url, None)
         if found is not None and self._by_text is not None and found.text:
             self._by_text.get(found.text, set()).discard(url)
-        if found is not None and self._by_name is not None:
-            for name in {found.nearest, found.named} - {None}:
-                self._by_name.get(name, set()).discard(url)  # type: ignore[arg-type]
+        if found is not None and self._by_match is not None and found.nearest:
+            self._by_match.get(found.nearest, set()).discard(url)
 
     def holding(self, content_hash: str) -> list[str]:
         """The dropped URLs whose text has ``content_hash``, in the order they were dropped."""

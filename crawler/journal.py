@@ -415,7 +415,9 @@ class RequestJournal:
                 fh.seek(int(row[0]))
                 for line in fh:
                     try:
-                        self.dropped_last_run.add(str(json.loads(line)["url"]))
+                        obj = json.loads(line)
+                        if "event" not in obj:  # drop lines: an event may be of a page the run did not fetch
+                            self.dropped_last_run.add(str(obj["url"]))  # (a dropped page decided from its line)
                     except (ValueError, KeyError, TypeError):
                         continue  # a line cut by the kill
         self.db.execute("INSERT OR REPLACE INTO state VALUES ('dropped_log_offset', ?)", (str(size),))

@@ -458,9 +458,10 @@ class DedupPipeline(_PipelineBase):
         """``url``'s record held another text before (``verdict.replaced``): the dropped pages whose drop no longer
         stands are decided again from their drop lines, as if fetched again unchanged: exact copies of that text
         when no kept page holds it now (else their text was in no index until each was fetched again after
-        ``url``: helper-23), and pages whose line names ``url`` (matched with it, or its group kept for it) when
-        it no longer holds their text or their group (else a copy fetched before its rewritten page in a crawl
-        went on naming it until the next crawl: helper-28)."""
+        ``url``: helper-23), and pages that matched ``url`` itself (else one fetched before ``url`` in the crawl
+        went on naming it until the next crawl). A page that matched a copy of ``url`` is not: that copy is decided
+        again only when fetched, and deciding the page first named that copy, then ``url`` again when the copy
+        was still its copy (helper-31), a drop a crawl."""
         old = (verdict.replaced or {}).get("content_hash")
         if not old or old == content_hash:
             return
@@ -468,7 +469,7 @@ class DedupPipeline(_PipelineBase):
         if copies and not self.deduplicator.index.lookup("content_hash", old):
             for copy in copies:
                 self._decide_from_log(copy)
-        for copy in self._dropped.naming(url):
+        for copy in self._dropped.matched(url):
             text = (self._dropped.get(copy) or (None, None))[1]
             if copy != url and text and not self._drop_stands(copy, text):
                 self._decide_from_log(copy)
@@ -476,8 +477,9 @@ class DedupPipeline(_PipelineBase):
     def _decide_from_log(self, url: str) -> None:
         """Decide again the dropped page ``url`` from its drop line (:meth:`_text_left`). Kept: its record is
         added, the log gets a ``kept`` event and IndexPipeline its document (not this crawl's feed: no response
-        made it). Dropped (an exact copy of another page of the same text, kept just before): a ``dropped_again``
-        event names that page. A failure leaves it as it was, for its next fetch to decide."""
+        made it). Dropped naming other pages than its line (an exact copy of another page of the same text, kept
+        just before): a ``dropped_again`` event names them. A failure leaves it as it was, for its next fetch to
+        decide."""
         body = (self._dropped.get(url) or (None, None))[0]
         try:
             item, source = self._dropped.logged(url)
@@ -491,8 +493,9 @@ class DedupPipeline(_PipelineBase):
             return
         self._inc("dedup/redecided_from_log")
         if not verdict.kept:
-            self._log_drop(url, verdict, item, page, body, features.content_hash)
-            return
+            if self._dropped.names(url) != (verdict.nearest or verdict.duplicate_of, verdict.duplicate_of):
+                self._log_drop(url, verdict, item, page, body, features.content_hash)
+            return  # else its line says it as it is (a near copy's drop never stands by its text: helper-31)
         self._dropped.pop(url)
         self._dropped_log.event(KEPT, url, status=verdict.status)
         logger.info("%s, dropped before, is kept now (%s): no kept page held its text any more", url,

@@ -506,16 +506,18 @@ def test_a_dropped_page_fetched_again_waits_for_the_pages_before_it_in_the_worke
         assert index.by_url(article) is not None  # the text is kept: its page's record is there
 
 
-def pipelines_crawl(uri: str, log: Path, *pages: tuple[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def pipelines_crawl(uri: str, log: Path, *pages: tuple[str, str], **settings: Any
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Items ``(url, html)`` through DedupPipeline and IndexPipeline in order, as one crawl's (no worker):
     url -> the item's verdict, ``"dropped"`` (logged as a copy) or ``"refetched"`` (fetched again, in the
-    search index already); and the crawl's stats."""
+    search index already); and the crawl's stats. ``settings``: more of the crawl's settings."""
     from scrapy.exceptions import DropItem
     from scrapy.utils.test import get_crawler
 
     from crawler.pipelines import DedupPipeline, DuplicateDropped, IndexPipeline
 
-    crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0})
+    crawler = get_crawler(settings_dict={"DEDUP_INDEX": uri, "DEDUP_DROPPED_LOG": str(log), "DEDUP_WORKERS": 0,
+                                         **settings})
     dedup, store = DedupPipeline.from_crawler(crawler), IndexPipeline.from_crawler(crawler)
     dedup.open_spider(), store.open_spider()
     out: dict[str, Any] = {}
@@ -679,10 +681,9 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
 def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_path, request, backend):
     """helper-27: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r, matched
     with a). r rewritten as another article: a, fetched again unchanged, is decided again (unique); d's drop line
-    named r although a still holds d's text, and d was only marked seen. Now d is decided again (from its line, when
-    r changes): a ``dropped_again`` event names a (its page is in its drop line already: not logged twice). The
-    next crawl, where nothing changed, marks it seen (no third line). Restored, d comes back with the text it was
-    dropped for."""
+    named r although a still holds d's text, and d was only marked seen. Now d is decided again: a
+    ``dropped_again`` event names a (its page is in its drop line already: not logged twice). The next crawl, where
+    nothing changed, marks it seen (no third line). Restored, d comes back with the text it was dropped for."""
     from dedup.cli import main
     from dedup.droplog import read_log
 
@@ -703,10 +704,9 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     size = log.stat().st_size
     second, stats = pipelines_crawl(uri, log, *pages)
     assert second[a]["status"] == "unique" and second[a]["replaced"]["root_changed"]
-    # decided again from its drop line when r changed (it named r), then fetched: its drop stands, seen
-    assert second[d] == "refetched" and stats["dedup/redecided_from_log"] == 1
+    assert second[d] == "dropped" and stats["dedup/exact_duplicate"] == 1
     added = log.read_bytes()[size:].decode().splitlines()
-    assert [json.loads(x).get("event") for x in added] == ["dropped_again", "seen"], added
+    assert [json.loads(x).get("event") for x in added] == ["dropped_again"], added
     dropped = read_log(log)
     entry = dropped.get(d)
     assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2) and entry.again > entry.line
@@ -715,7 +715,7 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     third, _ = pipelines_crawl(uri, log, *pages)
     assert third == {r: "refetched", a: "refetched", d: "refetched"}
     entry = read_log(log).get(d)
-    assert (entry.drops, entry.seen) == (2, 2)
+    assert (entry.drops, entry.seen) == (2, 1)
     assert main(["dropped", "restore", d, "--index", uri, "--log", str(log)]) == 0
     assert read_log(log).get(d).state == "restored"
     with open_search(uri, readonly=True) as search:
@@ -723,27 +723,47 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
 
 
 @pytest.mark.parametrize("backend", ["local", "es_emulated"])
-def test_a_dropped_copy_fetched_before_its_rewritten_page_is_decided_again_in_that_crawl(tmp_path, request, backend):
-    """helper-28: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r). In the next
-    crawl a and d come before r, which is rewritten as another article: d was seen (its drop still stood then) and
-    went on naming r until the crawl after. When r changes, the dropped pages whose line names it and whose drop
-    no longer stands are decided again from their lines: d names a by a ``dropped_again`` event in that crawl."""
+def test_a_dropped_copy_fetched_before_the_page_it_matched_is_decided_again_when_that_page_changes(tmp_path, request,
+                                                                                                  backend):
+    """With near copies dropped too: d dropped as a near copy of r. The next crawl fetches d first (the page it
+    matched unchanged yet: dropped, named as before, seen), then r rewritten as another article: d is decided again
+    from its drop line then (kept: unique), not left naming r until the next crawl."""
+    from dedup.droplog import read_log
+
+    near = LINE * 3 + "The second site adds that the ticket office at the junction stays open on Saturdays. "
+    r, d = "http://r.example/line", "http://d.example/line"
+    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
+           else f"{request.getfixturevalue('es_url')}/order-{tmp_path.name.lower()}")
+    log, drop = tmp_path / "dropped.jsonl", {"DEDUP_DROP": "exact_duplicate,duplicate,near_duplicate"}
+    first, _ = pipelines_crawl(uri, log, (r, ARTICLE.format("Line to close", LINE * 3)),
+                               (d, ARTICLE.format("Line closes", near)), **drop)
+    assert first[d] == "dropped" and read_log(log).get(d).nearest == r
+    second, stats = pipelines_crawl(uri, log, (d, ARTICLE.format("Line closes", near)),
+                                    (r, ARTICLE.format("Bakery prize", BAKERY * 3)), **drop)
+    assert second[d] == "refetched" and second[r]["replaced"] and stats["dedup/redecided_from_log"] == 1
+    assert read_log(log).get(d).state == "kept"
+    with open_search(uri, readonly=True) as search:
+        assert search.get(d)["dedup"]["status"] == "unique"
+
+
+def test_a_copy_of_a_copy_is_not_dropped_again_each_crawl_its_root_is_edited(tmp_path):
+    """helper-31: r kept, a flagged as its near copy, d dropped as an exact copy of a (its line names r). Each crawl
+    edits a word of r, then fetches r, a, d: d was decided again when r changed (a not yet decided again: its
+    link to r stale), named a, then r again once a was still r's copy, two events a crawl. It is seen, once a crawl,
+    its drop line as it was."""
     from dedup.droplog import read_log
 
     near = LINE * 3 + "The second site adds that the ticket office at the junction stays open on Saturdays. "
     r, a, d = "http://r.example/line", "http://a.example/line", "http://d.example/line"
-    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
-           else f"{request.getfixturevalue('es_url')}/order-{tmp_path.name.lower()}")
-    log = tmp_path / "dropped.jsonl"
-    first, _ = pipelines_crawl(uri, log, (r, ARTICLE.format("Line to close", LINE * 3)),
-                               (a, ARTICLE.format("Line to close", near)), (d, ARTICLE.format("Line closes", near)))
-    assert first[a]["duplicate_of"] == r and first[d] == "dropped" and read_log(log).get(d).duplicate_of == r
-    second, stats = pipelines_crawl(uri, log, (a, ARTICLE.format("Line to close", near)),
-                                    (d, ARTICLE.format("Line closes", near)),
-                                    (r, ARTICLE.format("Bakery prize", BAKERY * 3)))
-    assert second[d] == "refetched" and second[r]["replaced"] and stats["dedup/redecided_from_log"] == 1
-    entry = read_log(log).get(d)
-    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2), entry
+    uri, log = f"local://{tmp_path / 'index'}", tmp_path / "dropped.jsonl"
+    pipelines_crawl(uri, log, (r, ARTICLE.format("Line to close", LINE * 3)),
+                    (a, ARTICLE.format("Line to close", near)), (d, ARTICLE.format("Line closes", near)))
+    for n in (1, 2, 3):
+        got, _ = pipelines_crawl(uri, log, (r, ARTICLE.format("Line to close", LINE * 3 + f"Update {n}.")),
+                                 (a, ARTICLE.format("Line to close", near)), (d, ARTICLE.format("Line closes", near)))
+        entry = read_log(log).get(d)
+        assert got[d] == "refetched" and (entry.drops, entry.seen, entry.duplicate_of) == (1, n, r), (n, got, entry)
+    assert '"dropped_again"' not in log.read_text(encoding="utf-8")
 
 
 def test_a_replayed_page_its_record_holds_counts_as_fetched_again_not_kept(tmp_path):

@@ -85,3 +85,27 @@ def test_a_jobdir_killed_without_the_journal_is_reported_as_incomplete(site_url,
     assert result.returncode == 1, result.log[-3000:]
     assert "was left by a killed crawl that had no request journal" in result.log
     assert "'finish_reason': 'finished_incomplete'" in result.log
+
+
+def test_a_resumed_run_counts_as_decided_only_pages_the_killed_run_dropped_by_a_drop_line(tmp_path):
+    """helper-31: the resumed run skips the replayed items of pages the killed run dropped (their drop lines after
+    its start). An event is no such decision: a page decided from its drop line (``dropped_again``, ``kept``) when
+    another page changed may not have been fetched by that run; its replayed item is decided, not skipped."""
+    from crawler.journal import RequestJournal
+    from dedup.droplog import KEPT, DropLogWriter
+
+    log = tmp_path / "dropped.jsonl"
+    writer = DropLogWriter(log)
+    d = writer.write({"status": "exact_duplicate", "duplicate_of": "http://r/"}, {"url": "http://d/", "text": "t"})
+    writer.close()
+    journal = RequestJournal(tmp_path / "journal.sqlite", dropped_log=log)
+    journal.db = sqlite3.connect(":memory:", isolation_level=None)
+    journal.db.execute("CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT)")
+    journal._note_dropped_log(False)  # the run that is then killed starts here
+    writer = DropLogWriter(log)
+    writer.write({"status": "exact_duplicate", "duplicate_of": "http://r/"}, {"url": "http://e/", "text": "e"})
+    writer.again("http://d/", d, {"status": "exact_duplicate", "duplicate_of": "http://a/"})
+    writer.event(KEPT, "http://f/", status="unique")
+    writer.close()
+    journal._note_dropped_log(True)  # the resumed run
+    assert journal.dropped_last_run == {"http://e/"}

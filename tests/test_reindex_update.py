@@ -692,3 +692,48 @@ def test_check_prints_the_group_problems_of_a_destination_changed_by_hand(undate
     assert main(undated.args + ["--check"]) == 1
     out = capsys.readouterr().out
     assert "in step" in out and "naming a page not kept: 1 (b)" in out and "GROUPS:" in out, out
+
+
+def test_a_document_dropped_again_after_its_other_fields_changed_is_logged_whole(undated, capsys):
+    """helper-31: c dropped as an exact copy of a (its line names 0); then c's other fields change (a tag, not its
+    page) and 0 is rewritten. The update drops c again for the same page, but its drop line holds the older
+    ``_source``: a whole drop line is logged (not a ``dropped_again`` event naming the older one), so a restore
+    puts back the ``_source`` the source has now."""
+    near_a = BAKERY.replace("two apprentices", "three apprentices")
+    near_b = BAKERY.replace("a second oven", "a larger oven")
+    client = undated.client
+    undated.put(("a", article("Bakery hours", near_a)), ("b", article("Bakery hours", near_b)),
+                ("0", article("Bakery hours", BAKERY)))
+    for tag in ("old", "new"):
+        if tag == "new":
+            undated.put(("0", article("Choir seeks tenors", CHOIR)))
+        client.index(index=undated.name, id="c", refresh=True,
+                     document={"url": "http://c.example/", "html": article("Bakery hours", near_a), "tag": tag})
+        size = undated.log.stat().st_size if undated.log.exists() else 0
+        assert main(undated.args + (["--update"] if tag == "new" else [])) == 0
+    added = [json.loads(x) for x in undated.log.read_bytes()[size:].splitlines()]
+    assert [(x.get("event"), x["item"]["source"]["tag"]) for x in added] == [(None, "new")], added
+    assert main(["dropped", "restore", "http://c.example/", "--log", str(undated.log), "--index", undated.args[2]]) == 0
+    client.indices.refresh(index=f"{undated.name}-v2")
+    assert client.get(index=f"{undated.name}-v2", id="c")["_source"]["tag"] == "new"
+
+
+def test_a_resend_tells_a_logged_dropped_again_event_from_an_older_drop_line(tmp_path):
+    """helper-31: a resend after a kill skips the lines the log has already, a drop line by (source id, body key); a
+    ``dropped_again`` event has no body, and was taken for a drop line of a version keeping no keys ``(sid, None)``:
+    not resent. Each is told by what it is; an event once appended is not sent twice."""
+    from dedup.droplog import append_events, dropped_again
+    from index.elastic.reindex import Reindex
+    from index.elastic.reindex_check import logged_key
+
+    log = tmp_path / "dropped.jsonl"
+    job = Reindex("http://127.0.0.1:9/src", "http://127.0.0.1:9/dst", dropped_log=log, html_field="html")
+    older = {"url": "http://c/", "time": "t", "verdict": {"status": "exact_duplicate", "duplicate_of": "http://0/"},
+             "item": {"id": "c", "url": "http://c/", "source_index": job.source_uri, "source": {"html": "x"}}}
+    log.write_text(json.dumps(older) + "\n", encoding="utf-8")
+    event = dropped_again("http://c/", 0, {"status": "exact_duplicate", "duplicate_of": "http://a/",
+                                           "nearest": "http://a/"})
+    logged, _ = job._logged_lines()
+    assert logged == {("c", None)} and logged_key("c", event) not in logged
+    append_events(log, [event])
+    assert logged_key("c", event) in job._logged_lines()[0]

@@ -79,7 +79,7 @@ from .connect import Retrying, connect
 from .reindex_check import Inspection
 from .reindex_decide import Capture, PageMaker, featured
 from .reindex_read import (KEEP_RULES, keep_sort, legacy_source_key, mapping_fields, read_ahead, read_sorted,
-                           source_keys)
+                           source_key, source_keys)
 from .reindex_state import WorkState
 from .reindex_write import EXTRACTED_TEXT, MARKER, Sink, payload_json
 from .search import field_value
@@ -419,13 +419,14 @@ class Reindex(Inspection):
                 known[sid] = (row, body, skey)
                 yield hit, sort
 
-        again_at: dict[str, tuple[str, int]] = {}  # source id -> (URL, offset) of the stale drop line it is decided for
+        # source id -> (URL, offset, source key) of the stale drop line it is decided for
+        again_at: dict[str, tuple[str, int, str | None]] = {}
 
-        def again(todo: dict[str, dict[str, int] | None]) -> Iterator[tuple[dict[str, Any], None]]:
-            """The documents of ``todo`` (source id -> where each of its stale drop lines starts, by URL; None: a
-            flagged one) read again by id, a batch a request, to be decided as updates (the read position stays
-            where the read ended). One at another URL now is not: that line is an older URL's, which its document
-            no longer has."""
+        def again(todo: dict[str, dict[str, tuple[int, str | None]] | None]) -> Iterator[tuple[dict[str, Any], None]]:
+            """The documents of ``todo`` (source id -> where each of its stale drop lines starts and the key of the
+            ``_source`` it holds, by URL; None: a flagged one) read again by id, a batch a request, to be decided
+            as updates (the read position stays where the read ended). One at another URL now is not: that line is
+            an older URL's, which its document no longer has."""
             ids_all = list(todo)
             for i in range(0, len(ids_all), self.read_size):
                 ids = ids_all[i:i + self.read_size]
@@ -440,7 +441,7 @@ class Reindex(Inspection):
                     if lines and (source.url or sid) not in lines:
                         continue
                     if lines:
-                        again_at[sid] = (source.url or sid, lines[source.url or sid])
+                        again_at[sid] = (source.url or sid, *lines[source.url or sid])
                     skey, data = source_keys(hit["_source"], source)
                     known[sid] = (row, body_key(data), skey)
                     report.decided_again += 1
@@ -467,8 +468,9 @@ class Reindex(Inspection):
 
                 es_rid = record_id(record)
             at = again_at.pop(sid, None)
-            if at is not None and not verdict.kept and row is not None and not row[1] and body == row[4]:
-                # dropped again with the _source its drop line holds: an event naming that line, not the _source again
+            if at is not None and not verdict.kept and row is not None and not row[1] and at[2] == skey:
+                # dropped again with the very _source its drop line holds: an event naming that line, not the _source
+                # again (another _source, if only a tag changed, is logged whole: restore puts back the one logged)
                 payload = dropped_again(at[0], at[1], verdict.to_dict(),
                                         epoch_seconds(field_value(hit["_source"], self.time_field), 0.0))
             else:
@@ -510,7 +512,8 @@ class Reindex(Inspection):
             if report.decided_again == before:
                 break  # nothing to decide again (or only documents gone from the source, or moved to another URL)
 
-    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator) -> dict[str, dict[str, int] | None]:
+    def _stale_ids(self, state: WorkState, local: Any, decider: Deduplicator
+                   ) -> dict[str, dict[str, tuple[int, str | None]] | None]:
         """Source ids of the documents decided before whose text is unchanged but whose verdict is stale: kept
         as copies of a page that changed or went (:meth:`Deduplicator.root_changed`, as a crawl decides such a
         page again: one ``get`` of their records a batch, one ``by_url`` each), or dropped as copies of a page
@@ -518,7 +521,8 @@ class Reindex(Inspection):
         drop lines: the log read once, its line read again for the source id of a stale one; only the line of the
         URL the document has now counts, read again). helper-22, helper-24: such copies stayed out of the
         destination, or named a page with other text, after ``--update``."""
-        out: dict[str, dict[str, int] | None] = {}  # source id -> URL -> its stale drop line's offset (None: flagged)
+        # source id -> URL -> its stale drop line's offset and the key of the _source it holds (None: a flagged one)
+        out: dict[str, dict[str, tuple[int, str | None]] | None] = {}
         for rows in state.flagged():
             part = dict(rows)  # record id -> source id
             out.update((part[r.id], None) for r in local.get(list(part)) if decider.root_changed(r))
@@ -531,7 +535,9 @@ class Reindex(Inspection):
                 sid = str(item.get("id")) if item.get("source_index") == self.source_uri else None
                 row = state.doc(sid) if sid is not None else None
                 if row is not None and not row[1]:  # this reindex's, and still dropped
-                    out.setdefault(sid, {})[entry.url] = entry.offset  # type: ignore[index]
+                    logged = item.get("source")
+                    out.setdefault(sid, {})[entry.url] = (  # type: ignore[index]
+                        entry.offset, source_key(logged) if isinstance(logged, dict) else None)
         return out
 
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,

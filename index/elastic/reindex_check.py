@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dedup.droplog import KEPT, iter_lines
+from dedup.droplog import DROPPED_AGAIN, KEPT, iter_lines
 
 from .connect import Retrying
 from .reindex_read import source_key
@@ -150,7 +150,21 @@ class Inspection:
                         lines.add((sid, entry.get("body")))
                     elif entry.get("event") in ("restored", KEPT) and str(entry.get("url")) in url_ids:
                         state[url_ids[str(entry["url"])]] = entry["event"]
+                    elif entry.get("event") == DROPPED_AGAIN and str(entry.get("url")) in url_ids:
+                        sid = url_ids[str(entry["url"])]
+                        state[sid] = "dropped"
+                        lines.add(logged_key(sid, entry))
         return state, lines
+
+
+def logged_key(sid: str, line: dict[str, Any]) -> tuple[str, str | None]:
+    """What tells a line of the dropped log that a resend must not write twice: a drop line by its source id and
+    body key; a ``dropped_again`` event by the line it names and the pages its verdict names (it has no body, and
+    ``(sid, None)`` is an older drop line's: helper-31)."""
+    if line.get("event") == DROPPED_AGAIN:
+        verdict = line.get("verdict") if isinstance(line.get("verdict"), dict) else {}
+        return sid, f"again@{line.get('line')}:{verdict.get('nearest')}:{verdict.get('duplicate_of')}"
+    return sid, line.get("body")
 
 
 def _group_problems(docs: dict[str, tuple[Any, str | None, Any]]) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ from dedup.droplog import KEPT, append_events, iso_now
 from dedup.record import Record
 
 from .connect import IndexUnavailable, Retrying, describe
+from .reindex_check import logged_key
 from .reindex_state import WorkState
 from .search import DEDUP_MAPPING
 from .serialise import dumps
@@ -88,7 +89,7 @@ class Sink:
         self.ops: dict[str, dict[str, Any]] = {}  # source id -> what else sending its decision does (updates)
         self.pending_bytes = 0
         self.sent_any = False
-        # while resending: (source id, body key) of the drop lines already in the dropped log, and the
+        # while resending: what tells the lines already in the dropped log (reindex_check.logged_key), and the
         # source ids whose latest word there is a `kept` event
         self.logged: set[tuple[str, str | None]] | None = None
         self.kept_logged: set[str] = set()
@@ -316,7 +317,7 @@ class Sink:
             self.job.dropped_log.touch()
             # a drop line goes as the bytes the work folder kept (serialised once)
             append_events(self.job.dropped_log, [body for sid, line, body in dropped if self.logged is None
-                                                 or (sid, line.get("body")) not in self.logged] + events)
+                                                 or logged_key(sid, line) not in self.logged] + events)
         self.state.mark_sent([sid for sid, *_ in kept] + [sid for sid, *_ in dropped])
         self.job._save_checkpoint(self.state)
         self.sent_any = True
