@@ -696,9 +696,9 @@ def test_check_prints_the_group_problems_of_a_destination_changed_by_hand(undate
 
 def test_a_document_dropped_again_after_its_other_fields_changed_is_logged_whole(undated, capsys):
     """helper-31: c dropped as an exact copy of a (its line names 0); then c's other fields change (a tag, not its
-    page) and 0 is rewritten. The update drops c again for the same page, but its drop line holds the older
-    ``_source``: a whole drop line is logged (not a ``dropped_again`` event naming the older one), so a restore
-    puts back the ``_source`` the source has now."""
+    page) and 0 is rewritten. The update logs c's drop line again with its new ``_source`` when it reads it, then
+    drops it again for the same page naming the page that holds its text: a ``dropped_again`` event names that new
+    line (not the older one), so a restore puts back the ``_source`` the source has now."""
     near_a = BAKERY.replace("two apprentices", "three apprentices")
     near_b = BAKERY.replace("a second oven", "a larger oven")
     client = undated.client
@@ -712,7 +712,9 @@ def test_a_document_dropped_again_after_its_other_fields_changed_is_logged_whole
         size = undated.log.stat().st_size if undated.log.exists() else 0
         assert main(undated.args + (["--update"] if tag == "new" else [])) == 0
     added = [json.loads(x) for x in undated.log.read_bytes()[size:].splitlines()]
-    assert [(x.get("event"), x["item"]["source"]["tag"]) for x in added] == [(None, "new")], added
+    assert [(x.get("event"), (x.get("item") or {}).get("source", {}).get("tag")) for x in added] == \
+        [(None, "new"), ("dropped_again", None)], added
+    assert added[1]["line"] == size  # the line logged again, with the new _source
     assert main(["dropped", "restore", "http://c.example/", "--log", str(undated.log), "--index", undated.args[2]]) == 0
     client.indices.refresh(index=f"{undated.name}-v2")
     assert client.get(index=f"{undated.name}-v2", id="c")["_source"]["tag"] == "new"
@@ -737,3 +739,74 @@ def test_a_resend_tells_a_logged_dropped_again_event_from_an_older_drop_line(tmp
     assert logged == {("c", None)} and logged_key("c", event) not in logged
     append_events(log, [event])
     assert logged_key("c", event) in job._logged_lines()[0]
+
+
+@pytest.mark.parametrize("kill", [None, ("decided", 1), ("sent", 1)])
+def test_a_dropped_document_whose_other_fields_changed_is_restored_as_it_is_now(undated, capsys, kill):
+    """helper-31: c dropped as an exact copy of a; then c's other fields change (a tag, not its page). The update
+    keeps it dropped, and its drop line (what ``restore`` puts back) holds the ``_source`` it has now: a new drop line
+    with its verdict, as the dropped log holds the page it dropped. An update with nothing changed writes nothing.
+    ``kill``: the update is killed (SIGKILL) after that decision, or before its batch is marked sent, then run again:
+    the line is logged once."""
+    from dedup.droplog import read_log
+
+    client = undated.client
+    undated.put(("a", article("Bakery hours", BAKERY)))
+    for tag in ("old", "new"):
+        client.index(index=undated.name, id="c", refresh=True,
+                     document={"url": "http://c.example/", "html": article("Bakery hours", BAKERY), "tag": tag})
+        if kill and tag == "new":
+            killed_run(*kill, undated.args + ["--update"])
+            # killed before the batch was marked sent: the line is in the log already, and not logged twice
+            assert len(undated.log.read_text(encoding="utf-8").splitlines()) == (2 if kill[0] == "sent" else 1)
+        assert main(undated.args + (["--update"] if tag == "new" else [])) == 0
+    assert len(undated.log.read_text(encoding="utf-8").splitlines()) == 2
+    entry = read_log(undated.log).get("http://c.example/")
+    assert (entry.state, entry.duplicate_of, entry.drops) == ("dropped", "http://a.example/", 2), entry
+    assert read_log(undated.log).item(entry)["source"]["tag"] == "new"
+    size = undated.log.stat().st_size
+    settled(undated, capsys)
+    assert undated.log.stat().st_size == size
+    assert main(["dropped", "restore", "http://c.example/", "--log", str(undated.log), "--index", undated.args[2]]) == 0
+    client.indices.refresh(index=f"{undated.name}-v2")
+    assert client.get(index=f"{undated.name}-v2", id="c")["_source"]["tag"] == "new"
+
+
+@pytest.mark.parametrize("tags", [False, True])
+def test_copies_decided_again_after_the_read_keep_the_keep_rules_page(es_url, tmp_path, tags):
+    """helper-32: a kept (oldest), b and c its exact copies (b older than c). b's tags changed on an update (its
+    drop line logged again, after c's); then a is rewritten. The copies decided again after the read were taken in
+    the order of their drop lines: c kept, b dropped as its copy, against ``--keep oldest``. They are taken in the
+    keep rule's order: b kept, c names it."""
+    from elasticsearch import Elasticsearch
+
+    name = f"keeporder-{int(time.time() * 1000) % 10**9}"
+    client = Elasticsearch(es_url)
+    client.indices.create(index=name, mappings={"properties": {
+        "url": {"type": "keyword"}, "html": {"type": "text", "index": False}, "crawled": {"type": "date"},
+        "tags": {"type": "keyword"}}})
+    try:
+        for key, day in (("a", 1), ("b", 3), ("c", 5)):
+            client.index(index=name, id=key, document={"url": f"http://{key}.example/bakery", "tags": ["x"],
+                                                       "html": article("Bakery hours", BAKERY),
+                                                       "crawled": f"2024-01-0{day}T00:00:00Z"})
+        client.indices.refresh(index=name)
+        args = reindex_args(f"{es_url}/{name}", f"{es_url}/{name}-v2", tmp_path)
+        assert main(args) == 0
+        if tags:
+            client.update(index=name, id="b", doc={"tags": ["y"]}, refresh=True)
+            assert main(args + ["--update"]) == 0
+        client.update(index=name, id="a", doc={"html": article("Choir seeks tenors", CHOIR),
+                                               "crawled": "2024-02-01T00:00:00Z"}, refresh=True)
+        assert main(args + ["--update"]) == 0
+        client.indices.refresh(index=f"{name}-v2")
+        kept = {h["_id"]: h["_source"]["dedup"] for h in client.search(index=f"{name}-v2")["hits"]["hits"]}
+        assert set(kept) == {"a", "b"} and kept["b"]["status"] == "unique", kept
+        named = [x["verdict"]["duplicate_of"] for x in read_jsonl(tmp_path / "dropped.jsonl")
+                 if x.get("url") == "http://c.example/bakery" and "verdict" in x]
+        assert named[-1] == "http://b.example/bakery", named
+        assert main(args + ["--check"]) == 0
+    finally:
+        for index in (name, f"{name}-v2", f"{name}-v2-dedup"):
+            client.options(ignore_status=404).indices.delete(index=index)
+        client.close()

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from dedup.deduplicator import DedupConfig, Deduplicator, Verdict
-from dedup.droplog import Entry, drop_line, dropped_again, read_log
+from dedup.droplog import Entry, drop_line, dropped_again, iso_now, read_log
 from dedup.page import Page
 from dedup.record import Record, epoch_seconds
 from dedup.sources import LazyFeaturizer, body_key
@@ -78,8 +78,8 @@ from dedup.sources import LazyFeaturizer, body_key
 from .connect import Retrying, connect
 from .reindex_check import Inspection
 from .reindex_decide import Capture, PageMaker, featured
-from .reindex_read import (KEEP_RULES, keep_sort, legacy_source_key, mapping_fields, read_ahead, read_sorted,
-                           source_key, source_keys)
+from .reindex_read import (KEEP_RULES, keep_order, keep_sort, legacy_source_key, mapping_fields, read_ahead,
+                           read_sorted, source_key, source_keys)
 from .reindex_state import WorkState
 from .reindex_write import EXTRACTED_TEXT, MARKER, Sink, payload_json
 from .search import field_value
@@ -389,6 +389,15 @@ class Reindex(Inspection):
                 logged.update(self._logged_sources() or {"": ""})
             return logged.get(sid)
 
+        drops: list[Any] = []  # the dropped log, folded (read once, when first asked)
+
+        def drop_line_of(url: str) -> dict[str, Any] | None:
+            """The drop line of ``url`` when the log holds it as dropped (its verdict the latest), else None."""
+            if not drops:
+                drops.append(read_log(self.dropped_log) if self.dropped_log.is_file() else None)
+            entry = drops[0].get(url) if drops[0] is not None else None
+            return drops[0].line(entry) if entry is not None and entry.state == "dropped" else None
+
         def todo() -> Iterator[tuple[dict[str, Any], list[Any]]]:
             nonlocal done
             for hit, sort in self._read(src, src_name, state.get("search_after")):
@@ -409,7 +418,8 @@ class Reindex(Inspection):
                     if body is None:  # unchanged since it was decided: nothing to do, nothing to write
                         report.unchanged += updating
                     else:  # the same page, other fields changed
-                        self._refresh(hit, row, skey, state, sink)
+                        self._refresh(hit, row, skey, state, sink, drop_line_of(source.url or sid) if not row[1]
+                                      else None)
                         report.updated += 1
                     if updating:
                         done += 1
@@ -427,7 +437,7 @@ class Reindex(Inspection):
             ``_source`` it holds, by URL; None: a flagged one) read again by id, a batch a request, to be decided
             as updates (the read position stays where the read ended). One at another URL now is not: that line is
             an older URL's, which its document no longer has."""
-            ids_all = list(todo)
+            ids_all = self._keep_order(src, src_name, list(todo))
             for i in range(0, len(ids_all), self.read_size):
                 ids = ids_all[i:i + self.read_size]
                 got = src.call("read documents to decide again", src.client.mget, index=src_name, ids=ids)
@@ -540,6 +550,20 @@ class Reindex(Inspection):
                         entry.offset, source_key(logged) if isinstance(logged, dict) else None)
         return out
 
+    def _keep_order(self, src: Retrying, name: str, ids: list[str]) -> list[str]:
+        """``ids`` in the keep rule's order (:func:`.reindex_read.keep_order`), from their sort fields alone (one
+        ``mget`` a batch): decided in that order, the page a group keeps is the one the rule keeps."""
+        if len(ids) < 2:
+            return ids
+        fields = [next(iter(spec)).removesuffix(".keyword") for spec in self.sort]
+        docs: list[tuple[str, dict[str, Any]]] = []
+        for i in range(0, len(ids), self.read_size):
+            got = src.call("read the keep fields of documents to decide again", src.client.mget, index=name,
+                           ids=ids[i:i + self.read_size], source_includes=fields)
+            docs += [(str(h["_id"]), h.get("_source") or {}) for h in got.get("docs", []) if h.get("found")]
+        found = keep_order(docs, self.sort)
+        return found + sorted(set(ids) - set(found))  # gone since: skipped when read
+
     def _redecide(self, hit: dict[str, Any], page: Page | None, features: Any, decider: Deduplicator,
                   capture: Capture, row: tuple, state: WorkState
                   ) -> tuple[Verdict, Record | None, int | None, dict[str, Any]]:
@@ -611,14 +635,30 @@ class Reindex(Inspection):
         state.regrouped(sid, now.id, record_id(now))
         return {"sid": sid, "url": target.url, "from": url, "record": now.id, "old_es": row[3] if row else None}
 
-    def _refresh(self, hit: dict[str, Any], row: tuple, skey: str, state: WorkState, sink: "Sink | None") -> None:
+    def _refresh(self, hit: dict[str, Any], row: tuple, skey: str, state: WorkState, sink: "Sink | None",
+                 line: dict[str, Any] | None = None) -> None:
         """A document whose page is unchanged but whose other fields changed: a kept one gets its new
-        ``_source`` with the verdict it has in the destination; a dropped one stays out (its keys are kept).
-        The read position is not committed: documents read before it may still be undecided."""
+        ``_source`` with the verdict it has in the destination; a dropped one stays out, and its drop line
+        (``line``, as the log holds it) is logged again with the new ``_source``: what ``restore`` puts back
+        (helper-31: it put back the older one). The read position is not committed: documents read before it may
+        still be undecided."""
         sid = str(hit["_id"])
         status, kept, rid, es_rid, body, _ = row
+        item = (line or {}).get("item")
+        if not kept and (not isinstance(item, dict) or str(item.get("id")) != sid
+                         or item.get("source_index") != self.source_uri):
+            state.set_keys(sid, source_key=skey)  # no drop line of it to renew (restored since, or an older log)
+            return
         if not kept:
-            state.set_keys(sid, source_key=skey)
+            assert line is not None and isinstance(item, dict)
+            fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
+            # source_key: a resend tells this line from the one it renews (same body key): reindex_check.logged_key
+            payload = {**line, "time": iso_now(), "item": {**item, "fetched_at": fetched_at, "source": hit["_source"]},
+                       "source_key": skey}
+            state.record(sid, status=status, kept=False, record_id=rid, es_record_id=es_rid, payload=payload,
+                         after=None, body=body, source_key=skey, ops={}, commit=False)
+            if sink is not None:
+                sink.add(sid, False, None, payload, None, {})
             return
         # the verdict the destination holds is read when it is sent; this one stands in when it lacks it
         payload = {**hit["_source"], "dedup": {"status": status, "duplicate_of": None,

@@ -147,7 +147,7 @@ class Inspection:
                     if isinstance(item, dict) and item.get("source_index") == self.source_uri and "id" in item:
                         sid = str(item["id"])
                         state[sid], url_ids[str(entry.get("url"))] = "dropped", sid
-                        lines.add((sid, entry.get("body")))
+                        lines.add(logged_key(sid, entry))
                     elif entry.get("event") in ("restored", KEPT) and str(entry.get("url")) in url_ids:
                         state[url_ids[str(entry["url"])]] = entry["event"]
                     elif entry.get("event") == DROPPED_AGAIN and str(entry.get("url")) in url_ids:
@@ -159,11 +159,14 @@ class Inspection:
 
 def logged_key(sid: str, line: dict[str, Any]) -> tuple[str, str | None]:
     """What tells a line of the dropped log that a resend must not write twice: a drop line by its source id and
-    body key; a ``dropped_again`` event by the line it names and the pages its verdict names (it has no body, and
-    ``(sid, None)`` is an older drop line's: helper-31)."""
+    body key (and the key of its ``_source`` when it renews another line of that body); a ``dropped_again`` event
+    by the line it names and the pages its verdict names (it has no body, and ``(sid, None)`` is an older drop
+    line's: helper-31)."""
     if line.get("event") == DROPPED_AGAIN:
         verdict = line.get("verdict") if isinstance(line.get("verdict"), dict) else {}
         return sid, f"again@{line.get('line')}:{verdict.get('nearest')}:{verdict.get('duplicate_of')}"
+    if line.get("source_key"):  # a drop line logged again with the document's new other fields: Reindex._refresh
+        return sid, f"{line.get('body')}:{line['source_key']}"
     return sid, line.get("body")
 
 

@@ -12,8 +12,8 @@ from typing import Any, Iterator, TypeVar
 
 from .connect import Retrying, describe
 
-__all__ = ["KEEP_RULES", "keep_sort", "mapping_fields", "source_key", "source_keys", "legacy_source_key", "read_sorted",
-           "read_ahead"]
+__all__ = ["KEEP_RULES", "keep_sort", "keep_order", "mapping_fields", "source_key", "source_keys", "legacy_source_key",
+           "read_sorted", "read_ahead"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,35 @@ def keep_sort(rule: str, *, time_field: str, url_field: str) -> list[dict[str, A
         if len(parts) in (2, 3) and parts[1] and (len(parts) == 2 or parts[2] in ("asc", "desc")):
             return [{parts[1]: parts[2] if len(parts) == 3 else "asc"}, {url_field: "asc"}]
     raise ValueError(f"unknown keep rule {rule!r}; valid: {', '.join(KEEP_RULES)}")
+
+
+def keep_order(docs: list[tuple[str, dict[str, Any]]], sort: list[dict[str, Any]]) -> list[str]:
+    """The ids of ``docs`` (id, ``_source`` holding at least the sort's fields) in ``sort``'s order, as a read of
+    the source orders them: dates and numbers compared as such, keywords as strings, a document missing a field
+    after those holding it, an array by its first value. For documents decided again after the read, which come
+    by id (helper-32: taken in the order of their drop lines, the newer of two copies was kept)."""
+    from dedup.record import epoch_seconds
+
+    def value(doc: dict[str, Any], field: str) -> tuple[int, Any] | None:
+        got: Any = doc
+        for part in field.removesuffix(".keyword").split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        got = got[0] if isinstance(got, list) and got else got
+        if isinstance(got, (int, float)) and not isinstance(got, bool):
+            return 0, float(got)
+        if isinstance(got, str):
+            when = epoch_seconds(got, float("nan"))
+            return (0, when) if when == when else (1, got)  # a date, else a keyword
+        return None
+
+    order = list(docs)
+    for spec in reversed(sort):  # stable sorts, the last key first
+        field, direction = next(iter(spec.items()))
+        values = {sid: value(doc, field) for sid, doc in order}
+        held = sorted((d for d in order if values[d[0]] is not None), key=lambda d: values[d[0]],
+                      reverse=direction == "desc")
+        order = held + [d for d in order if values[d[0]] is None]
+    return [sid for sid, _ in order]
 
 
 def mapping_fields(mapping: dict[str, Any], prefix: str = "") -> dict[str, str]:
