@@ -447,8 +447,9 @@ class DedupPipeline(_PipelineBase):
     def _drop_stands(self, url: str, content_hash: str) -> bool:
         """Whether ``url``'s drop holds as its line says, for a page fetched again with the text it was dropped for:
         the page it matched still holds that text and its group is still kept for the page the line names. Else
-        it is decided again (dropped again naming the page now, or kept when no page holds the text): helper-27's copies of a
-        rewritten page went on naming it. A line that names no page matched (older): held by any kept page."""
+        it is decided again (dropped again naming the page now, or kept when no page holds the text): helper-27's
+        copies of a rewritten page went on naming it. A line that names no page matched (older): held by any kept
+        page."""
         nearest, named = self._dropped.names(url)
         if not nearest or not named:
             return bool(self.deduplicator.index.lookup("content_hash", content_hash))

@@ -16,7 +16,9 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   the generated news site of ``benchmarks/bench_crawl.py``: 4.8 KB a line for pages of 40 KB of HTML).
   The crawl adds ``body``, the key of the bytes it dropped, and ``content_hash``, the key of their main
   text, when the verdict does not hold it already (``verdict.scores.content_hash``, the ``content_hash``
-  rule's): by these the same page fetched again is known (a crawl's ``crawler.dropped_pages``).
+  rule's): by these the same page fetched again is known (a crawl's ``crawler.dropped_pages``). A reindex
+  update logs a dropped document's line again, with ``source_key``, when its other fields changed (its page the
+  same): that line renews the one before (what ``restore`` puts back), and is no drop more.
 * an **event** line appended by ``dedup dropped restore``:
   ``{"event": "restored", "url", "time", "record_id", "index"}``; by a crawl that fetched a dropped URL
   again: ``{"event": "seen", "time", "lines": [offset, ...]}`` (unchanged: dropped again without a second drop
@@ -25,8 +27,8 @@ The log (``DEDUP_DROPPED_LOG``) is JSON lines, written through :class:`DropLogWr
   ``{"event": "seen", "url", "time"}`` lines, read too) or ``{"event": "kept", "url", "time", "status"}`` (its
   text changed and it was kept this time); by a crawl or ``reindex --update`` that decided a dropped page
   again with the very page it was dropped for (the page it matched changed, or its group is kept for another
-  page now) and dropped it again: ``{"event": "dropped_again", "url", "time", "line": offset, "verdict": {...}}``
-  (``fetched_at`` too when the item has one). ``line`` is where the drop line holding its item starts: the new
+  page now) and dropped it again: ``{"event": "dropped_again", "url", "time", "offset", "verdict": {...}}``
+  (``fetched_at`` too when the item has one). ``offset`` is where the drop line holding its item starts: the new
   verdict stands for it, and the item, its text and fields are not logged twice (a whole drop line was ~4 KB
   in a crawl and the whole ``_source`` in a reindex; such an event is the verdict's ~0.6 KB).
 
@@ -351,7 +353,8 @@ def read_log(path: str | os.PathLike) -> DropLog:
         by_url[url] = by_offset[offset] = Entry(
             url=url, time=obj.get("time") if isinstance(obj.get("time"), str) else "", verdict=verdict,
             title=str(item.get("title") or ""), line=number, offset=offset, fetched_at=item.get("fetched_at"),
-            drops=previous.drops + 1 if previous else 1,
+            # a line renewing the previous one (its document's other fields changed: "source_key") is no drop more
+            drops=(previous.drops + (0 if obj.get("source_key") else 1)) if previous else 1,
             index=obj.get("index") if isinstance(obj.get("index"), str) else None,
             body=obj.get("body"), content_hash=obj.get("content_hash") or scores.get("content_hash"))
     log.entries = list(by_url.values())
@@ -364,7 +367,7 @@ def _again(by_url: dict[str, Entry], by_offset: dict[int, Entry], obj: dict[str,
     drop more, and moves last, as a new drop line of it would; one repeating the verdict the entry has counts for
     nothing. One naming no current entry of its URL (a later drop line replaced it, or the log was cut) is a
     problem, skipped."""
-    url, verdict, offset = obj["url"], obj.get("verdict"), obj.get("line")
+    url, verdict, offset = obj["url"], obj.get("verdict"), obj.get("offset")
     entry = by_offset.get(offset) if isinstance(offset, int) else None
     if entry is None or entry.url != url or not isinstance(verdict, dict):
         problems.append(LogProblem(number, f"dropped_again event for {url} names no drop line of it "
@@ -444,10 +447,10 @@ def _drop_line(verdict: dict[str, Any], item: dict[str, Any], page: Page | None,
     return line
 
 
-def dropped_again(url: str, line: int, verdict: dict[str, Any], fetched_at: Any = None) -> dict[str, Any]:
-    """The ``dropped_again`` event of ``url``, dropped again with the page its drop line at offset ``line`` holds
+def dropped_again(url: str, offset: int, verdict: dict[str, Any], fetched_at: Any = None) -> dict[str, Any]:
+    """The ``dropped_again`` event of ``url``, dropped again with the page its drop line at ``offset`` holds
     (see the module docstring): every writer's format, as :func:`drop_line` is for drop lines."""
-    event: dict[str, Any] = {"event": DROPPED_AGAIN, "url": url, "time": iso_now(), "line": int(line),
+    event: dict[str, Any] = {"event": DROPPED_AGAIN, "url": url, "time": iso_now(), "offset": int(offset),
                              "verdict": verdict}
     if fetched_at is not None:
         event["fetched_at"] = fetched_at
@@ -486,12 +489,12 @@ class DropLogWriter:
         """Log a dropped page (see :func:`drop_line`), flushed at once. Returns the byte offset of its line."""
         return self._line(_drop_line(verdict, item, page, self.index, omit, body, content_hash))
 
-    def again(self, url: str, line: int, verdict: dict[str, Any], fetched_at: Any = None) -> None:
-        """Log that ``url`` was dropped again, with ``verdict``, for the page its drop line at ``line`` holds
+    def again(self, url: str, offset: int, verdict: dict[str, Any], fetched_at: Any = None) -> None:
+        """Log that ``url`` was dropped again, with ``verdict``, for the page its drop line at ``offset`` holds
         (:func:`dropped_again`), flushed at once. Marks of that line not yet written go: they came before this
         drop, which a reader's fold starts the entry's seen count again at (as at a new drop line)."""
-        self._seen = [o for o in self._seen if o != line]
-        self._line(dropped_again(url, line, verdict, fetched_at))
+        self._seen = [o for o in self._seen if o != offset]
+        self._line(dropped_again(url, offset, verdict, fetched_at))
 
     def event(self, kind: str, url: str, **fields: Any) -> None:
         """Append an event line about ``url`` (``kept``: see the module docstring)."""

@@ -714,7 +714,7 @@ def test_a_document_dropped_again_after_its_other_fields_changed_is_logged_whole
     added = [json.loads(x) for x in undated.log.read_bytes()[size:].splitlines()]
     assert [(x.get("event"), (x.get("item") or {}).get("source", {}).get("tag")) for x in added] == \
         [(None, "new"), ("dropped_again", None)], added
-    assert added[1]["line"] == size  # the line logged again, with the new _source
+    assert added[1]["offset"] == size  # the line logged again, with the new _source
     assert main(["dropped", "restore", "http://c.example/", "--log", str(undated.log), "--index", undated.args[2]]) == 0
     client.indices.refresh(index=f"{undated.name}-v2")
     assert client.get(index=f"{undated.name}-v2", id="c")["_source"]["tag"] == "new"
@@ -762,7 +762,7 @@ def test_a_dropped_document_whose_other_fields_changed_is_restored_as_it_is_now(
         assert main(undated.args + (["--update"] if tag == "new" else [])) == 0
     assert len(undated.log.read_text(encoding="utf-8").splitlines()) == 2
     entry = read_log(undated.log).get("http://c.example/")
-    assert (entry.state, entry.duplicate_of, entry.drops) == ("dropped", "http://a.example/", 2), entry
+    assert (entry.state, entry.duplicate_of, entry.drops) == ("dropped", "http://a.example/", 1), entry  # renewed
     assert read_log(undated.log).item(entry)["source"]["tag"] == "new"
     size = undated.log.stat().st_size
     settled(undated, capsys)

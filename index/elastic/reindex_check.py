@@ -164,7 +164,7 @@ def logged_key(sid: str, line: dict[str, Any]) -> tuple[str, str | None]:
     line's: helper-31)."""
     if line.get("event") == DROPPED_AGAIN:
         verdict = line.get("verdict") if isinstance(line.get("verdict"), dict) else {}
-        return sid, f"again@{line.get('line')}:{verdict.get('nearest')}:{verdict.get('duplicate_of')}"
+        return sid, f"again@{line.get('offset')}:{verdict.get('nearest')}:{verdict.get('duplicate_of')}"
     if line.get("source_key"):  # a drop line logged again with the document's new other fields: Reindex._refresh
         return sid, f"{line.get('body')}:{line['source_key']}"
     return sid, line.get("body")

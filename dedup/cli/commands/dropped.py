@@ -131,7 +131,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         if e.drops > 1:
             extra += f" (dropped {e.drops} times)"
         if e.seen:
-            extra += f" (fetched again unchanged {e.seen} time{'s' if e.seen != 1 else ''} since, last {_time(e.seen_at or '')})"
+            times = f"{e.seen} time{'s' if e.seen != 1 else ''}"
+            extra += f" (fetched again unchanged {times} since, last {_time(e.seen_at or '')})"
         if e.state == "restored":
             extra += f" (restored {_time(e.restored_at or '')})"
         elif e.state == "kept":
