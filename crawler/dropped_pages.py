@@ -34,8 +34,9 @@ class DroppedPages:
         """None yet (:meth:`read` reads the log at ``path``)."""
         self.path = Path(path)
         self._pages: dict[str, _Dropped] = {}
-        self._by_text: dict[str, set[str]] | None = None  # content hash -> urls, made when first asked
-        self._by_match: dict[str, set[str]] | None = None  # the page a line says it matched -> urls, the same
+        #: a field of :class:`_Dropped` -> its value -> the urls of that value (``text``: :meth:`holding`,
+        #: ``nearest``: :meth:`matched`), each made when first asked
+        self._by: dict[str, dict[str, set[str]]] = {}
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> "DroppedPages":
@@ -59,12 +60,7 @@ class DroppedPages:
 
     def matched(self, page: str) -> list[str]:
         """The dropped URLs whose line says they matched ``page`` (``nearest``), in the order they were dropped."""
-        if self._by_match is None:
-            self._by_match = {}
-            for url, found in self._pages.items():
-                if found.nearest:
-                    self._by_match.setdefault(found.nearest, set()).add(url)
-        return sorted(self._by_match.get(page, ()), key=lambda u: self._pages[u].offset)
+        return self._having("nearest", page)
 
     def offset(self, url: str) -> int | None:
         """Where ``url``'s latest drop line starts in the log, when the log holds it as dropped."""
@@ -74,28 +70,29 @@ class DroppedPages:
     def add(self, url: str, body: str | None, content_hash: str | None, offset: int, nearest: str | None = None,
             duplicate_of: str | None = None) -> None:
         self.pop(url)
-        self._pages[url] = _Dropped(body, content_hash, offset, nearest, duplicate_of)
-        if self._by_text is not None and content_hash:
-            self._by_text.setdefault(content_hash, set()).add(url)
-        if self._by_match is not None and nearest:
-            self._by_match.setdefault(nearest, set()).add(url)
+        self._pages[url] = found = _Dropped(body, content_hash, offset, nearest, duplicate_of)
+        for name, by in self._by.items():
+            if getattr(found, name):
+                by.setdefault(getattr(found, name), set()).add(url)
 
     def pop(self, url: str) -> None:
         found = self._pages.pop(url, None)
-        if found is not None and self._by_text is not None and found.text:
-            self._by_text.get(found.text, set()).discard(url)
-        if found is not None and self._by_match is not None and found.nearest:
-            self._by_match.get(found.nearest, set()).discard(url)
+        for name, by in self._by.items() if found is not None else ():
+            by.get(getattr(found, name), set()).discard(url)
 
     def holding(self, content_hash: str) -> list[str]:
         """The dropped URLs whose text has ``content_hash``, in the order they were dropped."""
-        if self._by_text is None:
-            self._by_text = {}
+        return self._having("text", content_hash)
+
+    def _having(self, name: str, value: str) -> list[str]:
+        """The dropped URLs whose ``name`` (a :class:`_Dropped` field) is ``value``, in the order they were dropped."""
+        by = self._by.get(name)
+        if by is None:
+            by = self._by[name] = {}
             for url, found in self._pages.items():
-                if found.text:
-                    self._by_text.setdefault(found.text, set()).add(url)
-        urls = self._by_text.get(content_hash, ())
-        return sorted(urls, key=lambda u: self._pages[u].offset)
+                if getattr(found, name):
+                    by.setdefault(getattr(found, name), set()).add(url)
+        return sorted(by.get(value, ()), key=lambda u: self._pages[u].offset)
 
     def logged(self, url: str) -> tuple[dict[str, Any], Source]:
         """The item ``url`` was dropped as, and its page as a source to rebuild it from: read from its drop line."""

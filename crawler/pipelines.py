@@ -94,6 +94,12 @@ def _unavailable_errors() -> tuple[type[BaseException], ...]:
     return _es_errors("IndexUnavailable")
 
 
+def _names(verdict: Verdict) -> tuple[str | None, str | None]:
+    """``(nearest, duplicate_of)`` as a drop line of ``verdict`` names them (:meth:`DroppedPages.names`): the page
+    matched, else the one named, and the page its group is kept for."""
+    return verdict.nearest or verdict.duplicate_of, verdict.duplicate_of
+
+
 def backend_options(uri: str, es_options: dict[str, Any]) -> dict[str, Any]:
     """``DEDUP_ES_OPTIONS`` for an Elasticsearch URI, nothing for the embedded index."""
     return {} if uri.lower().startswith("local://") else dict(es_options)
@@ -399,7 +405,7 @@ class DedupPipeline(_PipelineBase):
             return item
         dropped = self._dropped.get(url)
         if not verdict.kept and dropped is not None and dropped[1] == features.content_hash \
-                and self._dropped.names(url) == (verdict.nearest or verdict.duplicate_of, verdict.duplicate_of):
+                and self._dropped.names(url) == _names(verdict):
             self._seen_dropped(url)  # fetched again with the text it was dropped for: not logged twice
         self._set_dedup(adapter, verdict.to_dict())
         self._inc(f"dedup/{verdict.status}")
@@ -441,8 +447,7 @@ class DedupPipeline(_PipelineBase):
         else:
             offset = self._dropped_log.write(verdict.to_dict(), item, page, omit=(self.html_field,), body=body,
                                              content_hash=None if verdict.rule == "content_hash" else content_hash)
-        self._dropped.add(url, body, content_hash, offset, verdict.nearest or verdict.duplicate_of,
-                          verdict.duplicate_of)
+        self._dropped.add(url, body, content_hash, offset, *_names(verdict))
 
     def _drop_stands(self, url: str, content_hash: str) -> bool:
         """Whether ``url``'s drop holds as its line says, for a page fetched again with the text it was dropped for:
@@ -494,7 +499,7 @@ class DedupPipeline(_PipelineBase):
             return
         self._inc("dedup/redecided_from_log")
         if not verdict.kept:
-            if self._dropped.names(url) != (verdict.nearest or verdict.duplicate_of, verdict.duplicate_of):
+            if self._dropped.names(url) != _names(verdict):
                 self._log_drop(url, verdict, item, page, body, features.content_hash)
             return  # else its line says it as it is (a near copy's drop never stands by its text: helper-31)
         self._dropped.pop(url)

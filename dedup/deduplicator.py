@@ -468,14 +468,14 @@ class Deduplicator:
         return self.index.by_url(url)
 
     def root_changed(self, record: Record) -> bool:
-        """``record`` is a kept copy (flagged) whose group's kept page changed or went since it was decided:
-        the record of the page it names is gone, is a copy itself whose link leads on (a chain: that page's link was
-        stale when this one was decided, and it was decided again since; a copy whose own link is stale, or that
-        names a page gone, would be named again: not a change), or holds another text than the one the decision read (the
-        content hash kept in ``record.extra["root"]``). Fetched again unchanged, such a page is decided again
-        rather than left naming a page that no longer holds its text. A record stored before it kept that hash
-        is told by time: its root's record written after it (a record is written only when its text is
-        decided), which a page's own dates can mislead (a reindex's time field, absent or not moved on edit)."""
+        """``record`` is a kept copy (flagged) whose group's kept page changed or went since it was decided: the record
+        of the page it names is gone, is a copy itself whose link leads on (a chain: that page's link was stale when
+        this one was decided, and it was decided again since; a copy whose own link is stale, or that names a page gone,
+        would be named again: not a change), or holds another text than the one the decision read (the content hash kept
+        in ``record.extra["root"]``). Fetched again unchanged, such a page is decided again rather than left naming a
+        page that no longer holds its text. A record stored before it kept that hash is told by time: its root's record
+        written after it (a record is written only when its text is decided), which a page's own dates can mislead (a
+        reindex's time field, absent or not moved on edit)."""
         if record.status == "unique" or not record.duplicate_of:
             return False
         root = self.index.by_url(record.duplicate_of)

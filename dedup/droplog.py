@@ -190,7 +190,7 @@ class Entry(VerdictFields):
     seen_at: str | None = None
     body: str | None = None  # the key of the bytes it was dropped for (None: an older line)
     content_hash: str | None = None  # the key of its text (None: an older line not dropped by it)
-    again: int | None = None  # line number of the dropped_again event whose verdict (and time) it has; None: its line's
+    verdict_line: int | None = None  # line number of the dropped_again event it has its verdict and time from
 
     @property
     def host(self) -> str:
@@ -205,7 +205,7 @@ class Entry(VerdictFields):
                "status": self.status, "rule": self.rule, "duplicate_of": self.duplicate_of, "nearest": self.nearest,
                "score": self.score, "host": self.host, "title": self.title, "drops": self.drops,
                "line": self.line, "index": self.index, "restored_into": self.restored_into,
-               "seen": self.seen, "seen_at": self.seen_at, "verdict_line": self.again or self.line}
+               "seen": self.seen, "seen_at": self.seen_at, "verdict_line": self.verdict_line or self.line}
         if verdict:
             out["verdict"] = self.verdict
         return out
@@ -263,7 +263,7 @@ class DropLog:
             obj = json.loads(f.readline())
         if not isinstance(obj, dict):
             return {}
-        if entry.again is not None:
+        if entry.verdict_line is not None:
             obj.update(verdict=entry.verdict, time=entry.time)
             if isinstance(obj.get("item"), dict) and entry.fetched_at is not None:
                 obj["item"]["fetched_at"] = entry.fetched_at
@@ -378,7 +378,7 @@ def _again(by_url: dict[str, Entry], by_offset: dict[int, Entry], obj: dict[str,
         return  # the same decision logged twice (a reindex's batch sent again after a kill): one drop
     by_url.pop(url, None)
     by_url[url] = entry
-    entry.verdict, entry.again = verdict, number
+    entry.verdict, entry.verdict_line = verdict, number
     entry.time = obj.get("time") if isinstance(obj.get("time"), str) else ""
     entry.drops += 1
     entry.state, entry.seen, entry.seen_at, entry.restored_at, entry.restored_into = "dropped", 0, None, None, None

@@ -506,6 +506,14 @@ def test_a_dropped_page_fetched_again_waits_for_the_pages_before_it_in_the_worke
         assert index.by_url(article) is not None  # the text is kept: its page's record is there
 
 
+def backend_uri(tmp_path: Path, request: Any, backend: str, name: str) -> str:
+    """The index a test runs against: ``local`` (a folder of ``tmp_path``) or ``es_emulated`` (an index ``name``-...
+    on the emulator)."""
+    if backend == "local":
+        return f"local://{tmp_path / 'index'}"
+    return f"{request.getfixturevalue('es_url')}/{name}-{tmp_path.name.lower()}"
+
+
 def pipelines_crawl(uri: str, log: Path, *pages: tuple[str, str], **settings: Any
                     ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Items ``(url, html)`` through DedupPipeline and IndexPipeline in order, as one crawl's (no worker):
@@ -583,8 +591,7 @@ def test_a_flagged_page_is_decided_again_once_the_page_it_names_has_other_text(t
     other = BAKERY * 3
     page = ARTICLE
     main, copy = "http://m.example/line", "http://c.example/line"
-    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
-           else f"{request.getfixturevalue('es_url')}/flagged-{tmp_path.name.lower()}")
+    uri = backend_uri(tmp_path, request, backend, "flagged")
 
     def crawl(*pages: tuple[str, str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         return pipelines_crawl(uri, tmp_path / "d.jsonl", *((url, page.format(t, text)) for url, t, text in pages))
@@ -657,8 +664,7 @@ def test_a_dropped_copy_whose_text_no_kept_page_holds_is_decided_again_from_its_
     other = BAKERY * 3
     page = ARTICLE
     a, b, c = "http://a.example/line", "http://b.example/line", "http://c.example/line"
-    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
-           else f"{request.getfixturevalue('es_url')}/orphans-{tmp_path.name.lower()}")
+    uri = backend_uri(tmp_path, request, backend, "orphans")
     log = tmp_path / "dropped.jsonl"
     first, _ = pipelines_crawl(uri, log, *((u, page.format("Line to close", story)) for u in (a, b, c)))
     assert (first[b], first[c]) == ("dropped", "dropped")
@@ -692,8 +698,7 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     other = BAKERY * 3
     page = ARTICLE
     r, a, d = "http://r.example/line", "http://a.example/line", "http://d.example/line"
-    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
-           else f"{request.getfixturevalue('es_url')}/rewritten-{tmp_path.name.lower()}")
+    uri = backend_uri(tmp_path, request, backend, "rewritten")
     log = tmp_path / "dropped.jsonl"
     pages = [(r, page.format("Line to close", story * 3)), (a, page.format("Line to close", near)),
              (d, page.format("Line closes", near))]
@@ -709,7 +714,7 @@ def test_copies_of_a_rewritten_page_name_the_page_that_holds_their_text_now(tmp_
     assert [json.loads(x).get("event") for x in added] == ["dropped_again"], added
     dropped = read_log(log)
     entry = dropped.get(d)
-    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2) and entry.again > entry.line
+    assert (entry.duplicate_of, entry.nearest, entry.drops) == (a, a, 2) and entry.verdict_line > entry.line
     line = dropped.line(entry)  # the drop line holding the page, with the verdict of the event
     assert line["verdict"]["duplicate_of"] == a and "junction stays open" in line["item"]["text"]
     third, _ = pipelines_crawl(uri, log, *pages)
@@ -732,8 +737,7 @@ def test_a_dropped_copy_fetched_before_the_page_it_matched_is_decided_again_when
 
     near = LINE * 3 + "The second site adds that the ticket office at the junction stays open on Saturdays. "
     r, d = "http://r.example/line", "http://d.example/line"
-    uri = (f"local://{tmp_path / 'index'}" if backend == "local"
-           else f"{request.getfixturevalue('es_url')}/order-{tmp_path.name.lower()}")
+    uri = backend_uri(tmp_path, request, backend, "order")
     log, drop = tmp_path / "dropped.jsonl", {"DEDUP_DROP": "exact_duplicate,duplicate,near_duplicate"}
     first, _ = pipelines_crawl(uri, log, (r, ARTICLE.format("Line to close", LINE * 3)),
                                (d, ARTICLE.format("Line closes", near)), **drop)

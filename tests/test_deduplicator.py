@@ -285,6 +285,11 @@ def test_title_anchor_match_with_edited_text_is_flagged_not_dropped():
     assert (v.status, v.rule, v.kept) == ("exact_duplicate", "content_hash", False)
 
 
+#: two sites' copies of STORY, each with a line of its own
+COPY_A = html("Bridge to shut", STORY + ["An extra line from the second site about the ferries."])
+COPY_B = html("Bridge shuts", STORY + ["A line of the third site: the council will meet on Friday."])
+
+
 def kept_and_flagged(d, root_at, copy_at):
     """A kept page and its flagged copy (with its body key), decided at those times: ``(root URL, copy URL, the
     copy's HTML, its Source, its verdict)``."""
@@ -343,17 +348,15 @@ def test_copies_of_a_rewritten_page_decided_again_never_name_it_through_each_oth
     d = Deduplicator(any_index)
     root, a, b = "https://r.example/bridge", "https://a.example/bridge", "https://b.example/bridge"
     run(d, html("Bridge closes", STORY), root)
-    copy_a = html("Bridge to shut", STORY + ["An extra line from the second site about the ferries."])
-    copy_b = html("Bridge shuts", STORY + ["A line of the third site: the council will meet on Friday."])
-    assert run(d, copy_a, a).duplicate_of == root and run(d, copy_b, b).duplicate_of == root
+    assert run(d, COPY_A, a).duplicate_of == root and run(d, COPY_B, b).duplicate_of == root
     run(d, html("Bakery prize", OTHER), root)  # R is another article now
-    again_a = run(d, copy_a, a)
+    again_a = run(d, COPY_A, a)
     assert again_a.replaced["root_changed"] and again_a.duplicate_of == b and again_a.nearest == b, again_a
-    again_b = run(d, copy_b, b)
+    again_b = run(d, COPY_B, b)
     assert again_b.replaced["root_changed"] and again_b.status == "unique" and again_b.rule == "group_root"
     records = {r.url: r for r in (any_index.by_url(u) for u in (root, a, b))}
     assert records[a].duplicate_of == b and records[b].status == "unique" and records[root].status == "unique"
-    assert run(d, copy_a, a).refetched and run(d, copy_b, b).refetched  # settled
+    assert run(d, COPY_A, a).refetched and run(d, COPY_B, b).refetched  # settled
 
 
 def test_a_copy_naming_a_page_that_is_itself_a_copy_is_decided_again(any_index):
@@ -367,15 +370,13 @@ def test_a_copy_naming_a_page_that_is_itself_a_copy_is_decided_again(any_index):
     d = Deduplicator(any_index)
     c, b, a = "https://c.example/bridge", "https://b.example/bridge", "https://a.example/bridge"
     run(d, html("Bridge closes", STORY), c)
-    copy_b = html("Bridge shuts", STORY + ["A line of the third site: the council will meet on Friday."])
-    copy_a = html("Bridge to shut", STORY + ["An extra line from the second site about the ferries."])
-    assert run(d, copy_b, b).duplicate_of == c and run(d, copy_a, a).duplicate_of == c
+    assert run(d, COPY_B, b).duplicate_of == c and run(d, COPY_A, a).duplicate_of == c
     rec_a, rec_b = any_index.by_url(a), any_index.by_url(b)
     any_index.replace(rec_a.id, replace(rec_a, duplicate_of=b, extra={**rec_a.extra,
                                                                       "root": rec_b.content_hash[-ROOT_HASH:]}))
-    again = run(d, copy_a, a)
+    again = run(d, COPY_A, a)
     assert again.replaced["root_changed"] and again.duplicate_of == c and any_index.by_url(a).duplicate_of == c
-    assert run(d, copy_a, a).refetched
+    assert run(d, COPY_A, a).refetched
 
 
 def test_a_flagged_page_whose_kept_page_went_is_decided_again(any_index):

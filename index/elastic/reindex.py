@@ -380,7 +380,9 @@ class Reindex(Inspection):
         done = report.resumed_from
         if self.progress:
             self.progress(done, total)
-        known: dict[str, tuple[Any, str, str]] = {}  # source id -> (its earlier decision, body key, source key)
+        # source id -> (its earlier decision, body key, source key, the stale drop line it is decided again for: URL,
+        # offset and the key of the _source it holds; None when not decided again for one)
+        known: dict[str, tuple[Any, str, str, tuple[str, int, str | None] | None]] = {}
         logged: dict[str, str] = {}
 
         def logged_source(sid: str) -> str | None:
@@ -426,11 +428,8 @@ class Reindex(Inspection):
                         if self.progress:
                             self.progress(done, max(total, done))
                     continue
-                known[sid] = (row, body, skey)
+                known[sid] = (row, body, skey, None)
                 yield hit, sort
-
-        # source id -> (URL, offset, source key) of the stale drop line it is decided for
-        again_at: dict[str, tuple[str, int, str | None]] = {}
 
         def again(todo: dict[str, dict[str, tuple[int, str | None]] | None]) -> Iterator[tuple[dict[str, Any], None]]:
             """The documents of ``todo`` (source id -> where each of its stale drop lines starts and the key of the
@@ -447,20 +446,18 @@ class Reindex(Inspection):
                     sid = str(hit["_id"])
                     row = state.doc(sid)
                     source = make.source(hit)
-                    lines = todo.get(sid)
-                    if lines and (source.url or sid) not in lines:
+                    url, lines = source.url or sid, todo.get(sid)
+                    if lines and url not in lines:
                         continue
-                    if lines:
-                        again_at[sid] = (source.url or sid, *lines[source.url or sid])
                     skey, data = source_keys(hit["_source"], source)
-                    known[sid] = (row, body_key(data), skey)
+                    known[sid] = (row, body_key(data), skey, (url, *lines[url]) if lines else None)
                     report.decided_again += 1
                     yield hit, None
 
         def decide(hit: dict[str, Any], sort: list[Any] | None, page: Page | None, features: Any) -> None:
             nonlocal done
             sid = str(hit["_id"])
-            row, body, skey = known.pop(sid)
+            row, body, skey, at = known.pop(sid)
             capture.added.clear()
             if row is None:
                 verdict = self._decide(hit, page, features, decider)
@@ -477,12 +474,10 @@ class Reindex(Inspection):
                 from .records import record_id
 
                 es_rid = record_id(record)
-            at = again_at.pop(sid, None)
             if at is not None and not verdict.kept and row is not None and not row[1] and at[2] == skey:
                 # dropped again with the very _source its drop line holds: an event naming that line, not the _source
                 # again (another _source, if only a tag changed, is logged whole: restore puts back the one logged)
-                payload = dropped_again(at[0], at[1], verdict.to_dict(),
-                                        epoch_seconds(field_value(hit["_source"], self.time_field), 0.0))
+                payload = dropped_again(at[0], at[1], verdict.to_dict(), self._fetched_at(hit["_source"]))
             else:
                 payload = self._payload(hit, verdict, page, body)
             # a slice hands its kept pages' query features to the final pass (decided without parsing):
@@ -583,7 +578,7 @@ class Reindex(Inspection):
         # the local index's change and the commit puts it back: see _remove_orphans)
         intent = {"sid": str(hit["_id"]), "own": own.to_dict() if own else None}
         state.set(intent=intent)
-        fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
+        fetched_at = self._fetched_at(hit["_source"])
         capture.own = (page.url, own)
         try:
             verdict = decider.process(page, features=features, fetched_at=fetched_at, regroup=False)
@@ -644,21 +639,18 @@ class Reindex(Inspection):
         still be undecided."""
         sid = str(hit["_id"])
         status, kept, rid, es_rid, body, _ = row
-        item = (line or {}).get("item")
-        if not kept and (not isinstance(item, dict) or str(item.get("id")) != sid
-                         or item.get("source_index") != self.source_uri):
-            state.set_keys(sid, source_key=skey)  # no drop line of it to renew (restored since, or an older log)
-            return
         if not kept:
-            assert line is not None and isinstance(item, dict)
-            fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
+            item = (line or {}).get("item")
+            if not isinstance(item, dict) or str(item.get("id")) != sid or item.get("source_index") != self.source_uri:
+                state.set_keys(sid, source_key=skey)  # no drop line of it to renew (restored since, or an older log)
+                return
             # source_key: a resend tells this line from the one it renews (same body key): reindex_check.logged_key
-            payload = {**line, "time": iso_now(), "item": {**item, "fetched_at": fetched_at, "source": hit["_source"]},
-                       "source_key": skey}
-            state.record(sid, status=status, kept=False, record_id=rid, es_record_id=es_rid, payload=payload,
+            renewed = {**line, "time": iso_now(), "source_key": skey,  # type: ignore[dict-item]
+                       "item": {**item, "fetched_at": self._fetched_at(hit["_source"]), "source": hit["_source"]}}
+            state.record(sid, status=status, kept=False, record_id=rid, es_record_id=es_rid, payload=renewed,
                          after=None, body=body, source_key=skey, ops={}, commit=False)
             if sink is not None:
-                sink.add(sid, False, None, payload, None, {})
+                sink.add(sid, False, None, renewed, None, {})
             return
         # the verdict the destination holds is read when it is sent; this one stands in when it lacks it
         payload = {**hit["_source"], "dedup": {"status": status, "duplicate_of": None,
@@ -668,6 +660,10 @@ class Reindex(Inspection):
                      body=body, source_key=skey, ops=ops, commit=False)
         if sink is not None:
             sink.add(sid, True, None, payload, None, ops)
+
+    def _fetched_at(self, source: dict[str, Any]) -> float:
+        """A document's time (its time field, as epoch seconds; 0 without one): its record's ``fetched_at``."""
+        return epoch_seconds(field_value(source, self.time_field), 0.0)
 
     def _featured(self, hits: Iterator[tuple[dict[str, Any], list[Any]]], decider: Deduplicator
                   ) -> Iterator[tuple[dict[str, Any], list[Any], Page | None, Any]]:
@@ -689,8 +685,7 @@ class Reindex(Inspection):
         verdict = decider.check(page, features)
         verdict.kept = not self.config.drops(verdict)
         if verdict.kept:
-            fetched_at = epoch_seconds(field_value(hit["_source"], self.time_field), 0.0)
-            decider.add(page, features, verdict, fetched_at=fetched_at)
+            decider.add(page, features, verdict, fetched_at=self._fetched_at(hit["_source"]))
         return verdict
 
     @property
@@ -715,7 +710,7 @@ class Reindex(Inspection):
                 dedup["slice"] = self.slice_id
             return {**source, "dedup": dedup}
         url = page.url if page else str(hit["_id"])
-        item = {"id": hit["_id"], "url": url, "fetched_at": epoch_seconds(field_value(source, self.time_field), 0.0),
+        item = {"id": hit["_id"], "url": url, "fetched_at": self._fetched_at(source),
                 "source_index": self.source_uri, "source": source}
         # the body key: a drop line is known by (source id, body) when a resend asks whether it is logged
         return drop_line(verdict.to_dict(), item, page, index=self.dest_uri, body=body)

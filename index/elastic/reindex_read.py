@@ -10,7 +10,10 @@ import queue
 import threading
 from typing import Any, Iterator, TypeVar
 
+from dedup.record import epoch_seconds
+
 from .connect import Retrying, describe
+from .search import field_value
 
 __all__ = ["KEEP_RULES", "keep_sort", "keep_order", "mapping_fields", "source_key", "source_keys", "legacy_source_key",
            "read_sorted", "read_ahead"]
@@ -92,12 +95,8 @@ def keep_order(docs: list[tuple[str, dict[str, Any]]], sort: list[dict[str, Any]
     the source orders them: dates and numbers compared as such, keywords as strings, a document missing a field
     after those holding it, an array by its first value. For documents decided again after the read, which come
     by id (helper-32: taken in the order of their drop lines, the newer of two copies was kept)."""
-    from dedup.record import epoch_seconds
-
     def value(doc: dict[str, Any], field: str) -> tuple[int, Any] | None:
-        got: Any = doc
-        for part in field.removesuffix(".keyword").split("."):
-            got = got.get(part) if isinstance(got, dict) else None
+        got = field_value(doc, field.removesuffix(".keyword"))
         got = got[0] if isinstance(got, list) and got else got
         if isinstance(got, (int, float)) and not isinstance(got, bool):
             return 0, float(got)

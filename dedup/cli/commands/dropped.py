@@ -255,7 +255,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"url        {entry.url}")
     state = entry.state + (f" at {_time(entry.restored_at or '')}" if entry.state == "restored" else "")
     print(f"state      {state} (log line {entry.line}"
-          + (f", its verdict now line {entry.again}" if entry.again else "")
+          + (f", its verdict now line {entry.verdict_line}" if entry.verdict_line else "")
           + (f", dropped {entry.drops} times)" if entry.drops > 1 else ")"))
     print(f"dropped    {_time(entry.time)} UTC")
     print(f"verdict    {entry.status} by rule {entry.rule}; copy of {entry.duplicate_of or '-'}"
